@@ -1,0 +1,38 @@
+"""Loopback doubles of CortexDB Direct and the TinyHumans hosted API, for tests.
+
+`DirectDouble` imitates CortexDB's own `/v1/*` API and `HostedDouble` the hosted
+`/memory/*` API: real HTTP servers on `127.0.0.1` with the quirks of the real
+services and one fault knob per failure mode (doubles.md). Host applications
+use them to test their own integration:
+
+    from cortex_memory.testing import DirectDouble, fault
+
+    with DirectDouble(whoami_caller="user:local") as double:
+        ...  # point a client at double.url
+        double.state.fail_all = (503, "UNAVAILABLE")
+
+Importing this package binds no socket and starts no thread.
+"""
+
+from __future__ import annotations
+
+from cortex_memory.testing._direct import DirectDouble
+from cortex_memory.testing._hosted import HostedDouble
+from cortex_memory.testing._state import ALLOWED_SCOPE_TYPES, FOREVER, DoubleState, fault
+
+TEST_TOKEN = "tiny_live_test"  # noqa: S105 - the doubles' public test bearer, not a secret
+"""The bearer of every engine the harness builds."""
+
+TEST_VISIBILITY = 2.0
+"""The visibility and settle budget (seconds) of harness engines."""
+
+__all__ = [
+    "ALLOWED_SCOPE_TYPES",
+    "FOREVER",
+    "TEST_TOKEN",
+    "TEST_VISIBILITY",
+    "DirectDouble",
+    "DoubleState",
+    "HostedDouble",
+    "fault",
+]

@@ -1,0 +1,396 @@
+"""The threaded HTTP/1.1 server behind both doubles, and their common base class.
+
+Each accepted connection gets its own daemon thread, tracked so `close()` can
+wake it (idle keep-alive reads, slow bodies, `?wait=` holds) and join it within
+5 s. Requests are parsed here, JSON bodies refused here (415, 400, 422, plain
+text, before anything is recorded), then routed to a wire's handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Pattern,
+    Set,
+    Tuple,
+    Union,
+)
+
+from cortex_memory.testing._gate import gate, render
+from cortex_memory.testing._reply import NO_BODY, RAW, Refusal, Reply, Request
+from cortex_memory.testing._state import DoubleState
+from cortex_memory.testing._transport import reset_connection, write_response
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["BaseDouble", "Route", "RouteTable"]
+
+logger = logging.getLogger(__name__)
+
+_JOIN_BUDGET = 5.0
+_MAX_LINE = 65536
+
+Handler = Callable[["BaseDouble", Request], Reply]
+RequestLog = Callable[[int, str], None]
+
+
+class Route(NamedTuple):
+    """One route: its handler and how the server treats it before the handler runs."""
+
+    handler: Handler
+    gated: bool = True
+    public: bool = False
+    json_body: bool = False
+
+
+class RouteTable:
+    """Exact paths plus `{id}` patterns; unknown path → 404, known path wrong method → 405."""
+
+    def __init__(
+        self,
+        exact: Dict[str, Dict[str, Route]],
+        patterns: Optional[List[Tuple[str, Dict[str, Route]]]] = None,
+    ) -> None:
+        self._exact = exact
+        self._patterns: List[Tuple[Pattern[str], Dict[str, Route]]] = [
+            (re.compile(pattern), methods) for pattern, methods in (patterns or [])
+        ]
+
+    def match(self, method: str, path: str) -> Union[Route, int, Tuple[int, str]]:
+        """The route, or 404, or `(405, allowed methods)`."""
+        methods = self._exact.get(path)
+        if methods is None:
+            for pattern, candidate in self._patterns:
+                if pattern.fullmatch(path):
+                    methods = candidate
+                    break
+        if methods is None:
+            return 404
+        route = methods.get(method)
+        if route is None:
+            return 405, ", ".join(sorted(methods))
+        return route
+
+
+def body_refusal(request: Request) -> Optional[Tuple[int, str]]:
+    """Refuse a JSON route's body before any handler logic; parse it into `request.json`."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        return 415, "Expected request with `Content-Type: application/json`"
+    try:
+        value = json.loads(request.body.decode("utf-8"))
+    except ValueError:
+        return 400, "Failed to parse the request body as JSON"
+    if not isinstance(value, dict):
+        return 422, "Failed to deserialize the JSON body into the target type: expected an object"
+    request.json = value
+    return None
+
+
+def _dump(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    """Parses requests and hands them to the double; the stdlib request log is silenced."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def handle_one_request(self) -> None:
+        try:
+            self.raw_requestline = self.rfile.readline(_MAX_LINE + 1)
+            if not self.raw_requestline or len(self.raw_requestline) > _MAX_LINE:
+                self.close_connection = True
+                return
+            if not self.parse_request():
+                return
+            body = self._read_body()
+            if body is None:
+                self.close_connection = True
+                return
+            self.server.double._serve(self, body)
+        except (OSError, ValueError):
+            # A client that vanished mid-request, or a socket closed by close().
+            self.close_connection = True
+
+    def _read_body(self) -> Optional[bytes]:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        length_text = self.headers.get("Content-Length")
+        if length_text is None:
+            return b""
+        try:
+            length = int(length_text)
+        except ValueError:
+            return None
+        if length < 0:
+            return None
+        body = self.rfile.read(length)
+        return body if len(body) == length else None
+
+    def _read_chunked(self) -> Optional[bytes]:
+        parts: List[bytes] = []
+        while True:
+            size_line = self.rfile.readline(_MAX_LINE + 1)
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                return None
+            if size == 0:
+                # Skip trailers up to the blank line.
+                while self.rfile.readline(_MAX_LINE + 1) not in (b"\r\n", b"\n", b""):
+                    pass
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline(_MAX_LINE + 1)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """A threading server that tracks its connections and worker threads."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: Tuple[str, int], double: BaseDouble) -> None:
+        self.double = double
+        self._tracked = threading.Lock()
+        self._connections: Set[socket.socket] = set()
+        self._workers: Set[threading.Thread] = set()
+        super().__init__(address, _RequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        worker = threading.Thread(
+            target=self._work, args=(request, client_address), name="cortex-double-conn"
+        )
+        worker.daemon = True
+        with self._tracked:
+            self._connections.add(request)
+            self._workers.add(worker)
+        self.double.state.bump("connections")
+        worker.start()
+
+    def _work(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            logger.debug("double connection ended with an error", exc_info=True)
+        finally:
+            self.shutdown_request(request)
+            with self._tracked:
+                self._connections.discard(request)
+                self._workers.discard(threading.current_thread())
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        logger.debug("double failed to accept a connection", exc_info=True)
+
+    def abort_connections(self) -> None:
+        """Wake every worker: shut down every open connection, idle or busy."""
+        with self._tracked:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def join_workers(self, deadline: float) -> None:
+        """Join the worker threads until `deadline` (a `time.monotonic` value)."""
+        with self._tracked:
+            workers = list(self._workers)
+        for worker in workers:
+            worker.join(max(0.0, deadline - time.monotonic()))
+
+
+class BaseDouble:
+    """What both doubles share: lifecycle, URL, state and request dispatch."""
+
+    wire = ""
+    routes: RouteTable
+
+    def __init__(self, *, legacy: bool = False, **knobs: Any) -> None:
+        state = DoubleState(self.wire)
+        if legacy:
+            state.apply_legacy_profile()
+        state.set_knobs(**knobs)
+        self.state = state
+        self.stopping = threading.Event()
+        self.request_log: Optional[RequestLog] = None
+        # Closers run first by close() (engines built by `.engine()` register here).
+        self._on_close: List[Callable[[], None]] = []
+        self._server: Optional[_HTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+        self._lifecycle = threading.Lock()
+        self._closed = False
+
+    @property
+    def hosted(self) -> bool:
+        """True for the hosted (`/memory/*`) double."""
+        return self.wire == "hosted"
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:<port>`, no trailing slash (the double must be started)."""
+        if self._server is None:
+            raise RuntimeError("the double is not started; use start() or a with block")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __repr__(self) -> str:
+        where = self.url if self._server is not None else "not started"
+        return f"{type(self).__name__}({where})"
+
+    def start(self, *, port: int = 0) -> BaseDouble:
+        """Bind `127.0.0.1:port` (0: a free port) and serve from a daemon thread."""
+        with self._lifecycle:
+            if self._closed:
+                raise RuntimeError("a closed double cannot be started again")
+            if self._server is not None:
+                return self
+            server = _HTTPServer(("127.0.0.1", port), self)
+            thread = threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"cortex-{self.wire}-double",
+            )
+            thread.daemon = True
+            self._server, self._thread = server, thread
+            thread.start()
+            return self
+
+    def close(self) -> None:
+        """Stop serving, close every connection and join the threads within 5 s. Idempotent."""
+        with self._lifecycle:
+            if self._closed:
+                return
+            self._closed = True
+            server, thread = self._server, self._thread
+        deadline = time.monotonic() + _JOIN_BUDGET
+        for closer in reversed(self._on_close):
+            try:
+                closer()
+            except Exception:
+                logger.debug("a double closer failed", exc_info=True)
+        self.stopping.set()
+        if server is None or thread is None:
+            return
+        server.shutdown()
+        server.server_close()
+        server.abort_connections()
+        thread.join(max(0.0, deadline - time.monotonic()))
+        server.join_workers(deadline)
+
+    def __enter__(self) -> BaseDouble:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: Optional[type],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    # -- dispatch ------------------------------------------------------------------------
+
+    def _serve(self, handler: _RequestHandler, body: bytes) -> None:
+        state = self.state
+        headers: Dict[str, str] = {}
+        for name, value in handler.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        request = Request(
+            method=handler.command,
+            target=handler.path,
+            headers=headers,
+            body=body,
+            number=state.next_request_number(),
+        )
+        if state.transport("reset_after", request.line, lambda v: v == "request"):
+            state.bump("resets")
+            handler.close_connection = True
+            reset_connection(handler.connection, (handler.rfile,))
+            self._log(0, request.line)
+            return
+        status, payload, content_type, extra = self._answer(request)
+        if status == 429:
+            state.bump("rate_limited")
+        keep = write_response(
+            handler.connection,
+            state,
+            self.stopping,
+            request_line=request.line,
+            status=status,
+            body=payload,
+            content_type=content_type,
+            headers=extra,
+            close=handler.close_connection,
+            files=(handler.rfile,),
+        )
+        if not keep:
+            handler.close_connection = True
+        self._log(status, request.line)
+
+    def _answer(self, request: Request) -> Tuple[int, bytes, Optional[str], Dict[str, str]]:
+        route = self.routes.match(request.method, request.path)
+        if not isinstance(route, Route):
+            if isinstance(route, tuple):
+                return 405, b"", None, {"Allow": route[1]}
+            return 404, b"", None, {}
+        if route.json_body:
+            refused = body_refusal(request)
+            if refused is not None:
+                return refused[0], refused[1].encode("utf-8"), "text/plain; charset=utf-8", {}
+        outcome: Union[Reply, Refusal]
+        try:
+            if route.gated:
+                gate(self.state, request, hosted=self.hosted, public=route.public)
+                self._delay(self.state.request_delay_ms)
+            outcome = route.handler(self, request)
+        except Refusal as refusal:
+            outcome = refusal
+        except Exception:
+            logger.exception("double handler failed for %s %s", request.method, request.path)
+            outcome = Refusal(500, "INTERNAL")
+        status, body = render(self.state, outcome, hosted=self.hosted, number=request.number)
+        extra = dict(outcome.headers) if isinstance(outcome, Reply) else {}
+        if body is NO_BODY:
+            return status, b"", None, extra
+        return status, _dump(body), "application/json", extra
+
+    def _delay(self, milliseconds: Any) -> None:
+        if isinstance(milliseconds, (int, float)) and milliseconds > 0:
+            self.stopping.wait(milliseconds / 1000.0)
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep outside the lock; True when the double is closing."""
+        return self.stopping.wait(seconds)
+
+    def _log(self, status: int, line: str) -> None:
+        callback = self.request_log
+        if callback is not None:
+            try:
+                callback(status, line)
+            except Exception:
+                logger.debug("request_log callback failed", exc_info=True)
+
+
+def framework_not_found() -> Refusal:
+    """The bare `{"message":"Not Found"}` 404 of the hosted backend's framework."""
+    return Refusal(404, kind=RAW, body={"message": "Not Found"})
