@@ -1,0 +1,51 @@
+"""The base of every contract enum: ``str``-valued, printed as its wire string."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Type, TypeVar
+
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = ["WireEnum"]
+
+_E = TypeVar("_E", bound="WireEnum")
+
+
+def quote(value: object, limit: int = 80) -> str:
+    """Quote a user-supplied value for a message, cut so a huge input stays short."""
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return f"`{text}`"
+
+
+class WireEnum(str, Enum):
+    """A contract enum: members are UPPER_CASE, each value is the wire string.
+
+    ``str(member)`` and ``format(member)`` give the wire string on every Python
+    version (3.11 changed the default for ``str``-mixed enums), so messages can
+    interpolate members directly.
+    """
+
+    def __str__(self) -> str:
+        return str(self._value_)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self._value_), spec)
+
+    @classmethod
+    def parse(cls: Type[_E], value: object, what: str) -> _E:
+        """Return the member for a wire string, or raise ``InvalidRequestError``.
+
+        ``what`` names the thing in the message (``"unknown item kind `x`"``).
+        """
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value)
+            except ValueError:
+                pass
+            raise InvalidRequestError(f"unknown {what} {quote(value)}")
+        raise InvalidRequestError(f"{what} must be a string")

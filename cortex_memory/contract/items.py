@@ -1,0 +1,541 @@
+"""The three kinds of stored item: documents, conversations and learnings.
+
+``StoreItem`` is the base of three frozen dataclasses, tagged on the wire by
+``"type"``. An item's id is its :meth:`~StoreItem.fingerprint`, a hash of its
+content (contract.md §4.1, §5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, ClassVar, Dict, Iterable, Optional, Tuple, cast
+
+from cortex_memory.contract._coerce import (
+    enum_member,
+    f32_field,
+    opt_str,
+    req_bool,
+    req_str,
+    req_type,
+    set_attr,
+    tuple_of,
+    utc,
+)
+from cortex_memory.contract._enum import WireEnum, quote
+from cortex_memory.contract._read import (
+    get_bool,
+    get_enum,
+    get_f32,
+    get_list,
+    get_str,
+    obj,
+    opt_timestamp,
+)
+from cortex_memory.contract._read import (
+    opt_str as read_opt_str,
+)
+from cortex_memory.contract.fingerprint import hash_json
+from cortex_memory.contract.jsonfmt import F32, dumps, format_timestamp
+from cortex_memory.contract.limits import MAX_STORE_MANY
+from cortex_memory.contract.meta import MemoryMeta, ToolCallRef
+from cortex_memory.contract.text import is_blank
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = [
+    "Conversation",
+    "Document",
+    "DocumentBody",
+    "ItemId",
+    "ItemKind",
+    "Learning",
+    "LearningKind",
+    "Role",
+    "StoreItem",
+    "StoreReceipt",
+    "TextBody",
+    "Turn",
+    "UriBody",
+    "validate_many",
+]
+
+#: An item id: the 40-hex fingerprint, a bare JSON string on the wire.
+ItemId = str
+
+
+class ItemKind(WireEnum):
+    """The kind of an item; iteration order is the "all" order."""
+
+    DOCUMENT = "document"
+    CONVERSATION = "conversation"
+    LEARNING = "learning"
+
+    @classmethod
+    def all(cls) -> Tuple[ItemKind, ...]:
+        """Every kind, in order: document, conversation, learning."""
+        return _ALL_KINDS
+
+
+_ALL_KINDS = tuple(ItemKind)
+
+
+class Role(WireEnum):
+    """Who spoke a conversation turn."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class LearningKind(WireEnum):
+    """What a learning records."""
+
+    PREFERENCE = "preference"
+    FACT = "fact"
+    PROCEDURE = "procedure"
+    CORRECTION = "correction"
+    OTHER = "other"
+
+
+# ------------------------------------------------------------------ bodies
+
+
+class DocumentBody:
+    """A document's body: :class:`TextBody` or :class:`UriBody` (externally tagged)."""
+
+    __slots__ = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{"text": ...}`` or ``{"uri": ...}``."""
+        raise NotImplementedError  # pragma: no cover
+
+    def render(self) -> str:
+        """The text, or the uri of an unresolved body."""
+        raise NotImplementedError  # pragma: no cover
+
+    @staticmethod
+    def from_json(value: object) -> DocumentBody:
+        """Read ``{"text": ...}`` or ``{"uri": ...}`` (exactly one key)."""
+        o = obj(value, "document body")
+        if len(o) == 1:
+            if "text" in o:
+                return TextBody(get_str(o, "text", "document body"))
+            if "uri" in o:
+                return UriBody(get_str(o, "uri", "document body"))
+        raise InvalidRequestError("document body must be {\"text\": ...} or {\"uri\": ...}")
+
+
+@dataclass(frozen=True)
+class TextBody(DocumentBody):
+    """A document body held as text."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        req_str(self, "text", self.text)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{"text": ...}``."""
+        return {"text": self.text}
+
+    def render(self) -> str:
+        """The text."""
+        return self.text
+
+
+@dataclass(frozen=True)
+class UriBody(DocumentBody):
+    """A document described by a uri before it is read; engines refuse it."""
+
+    uri: str
+
+    def __post_init__(self) -> None:
+        req_str(self, "uri", self.uri)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{"uri": ...}``."""
+        return {"uri": self.uri}
+
+    def render(self) -> str:
+        """The uri."""
+        return self.uri
+
+
+# ------------------------------------------------------------------- turns
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One conversation turn ↔ ``{role, text, at?, tool_calls?}``."""
+
+    role: Role
+    text: str
+    at: Optional[datetime] = None
+    tool_calls: Tuple[ToolCallRef, ...] = ()
+
+    def __post_init__(self) -> None:
+        if type(self.role) is not Role:
+            set_attr(self, "role", enum_member(self, "role", Role, self.role))
+        req_str(self, "text", self.text)
+        if self.at is not None:
+            set_attr(self, "at", utc(self, "at", self.at))
+        if type(self.tool_calls) is not tuple or self.tool_calls:
+            set_attr(self, "tool_calls", tuple_of(self, "tool_calls", ToolCallRef, self.tool_calls))
+
+    @classmethod
+    def new(cls, role: Role, text: str) -> Turn:
+        """A turn with no time and no tool calls."""
+        return cls(role, text)
+
+    def render(self) -> str:
+        """``"{role}: {text}"``, plus ``" [tools: a (id1), b]"`` when it has tool calls."""
+        line = f"{self.role.value}: {self.text}"
+        if not self.tool_calls:
+            return line
+        tools = ", ".join(
+            call.name if call.id is None else f"{call.name} ({call.id})"
+            for call in self.tool_calls
+        )
+        return f"{line} [tools: {tools}]"
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{role, text, at?, tool_calls?}``."""
+        out: Dict[str, Any] = {"role": self.role.value, "text": self.text}
+        if self.at is not None:
+            out["at"] = format_timestamp(self.at)
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_json() for call in self.tool_calls]
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Turn:
+        """Read ``{role, text, at?, tool_calls?}``."""
+        o = obj(value, "turn")
+        return cls(
+            get_enum(o, "role", "turn", Role),
+            get_str(o, "text", "turn"),
+            opt_timestamp(o, "at", "turn"),
+            tuple(ToolCallRef.from_json(c) for c in get_list(o, "tool_calls", "turn")),
+        )
+
+
+# ------------------------------------------------------------------- items
+
+_DEFAULT_META = MemoryMeta()
+
+
+class StoreItem:
+    """An item to store: a :class:`Document`, :class:`Conversation` or :class:`Learning`.
+
+    Every variant has ``meta``, ``item_kind``, ``item_confidence``,
+    :meth:`fingerprint` (the id), :meth:`validate`, :meth:`render_text` and
+    ``to_json``; :meth:`from_json` dispatches on ``"type"``.
+    """
+
+    meta: MemoryMeta
+    _KIND: ClassVar[ItemKind]
+
+    @property
+    def item_kind(self) -> ItemKind:
+        """The kind of item."""
+        return self._KIND
+
+    @property
+    def item_confidence(self) -> Optional[float]:
+        """The learning's confidence; ``None`` for other kinds."""
+        return None
+
+    # -- constructors -------------------------------------------------------
+
+    @classmethod
+    def document(cls, text: str, meta: MemoryMeta = _DEFAULT_META) -> Document:
+        """A text document with no title or mime."""
+        return Document(TextBody(text), meta=meta)
+
+    @classmethod
+    def conversation(cls, turns: Iterable[Turn], meta: MemoryMeta = _DEFAULT_META) -> Conversation:
+        """A conversation of ``turns``."""
+        return Conversation(tuple(turns), meta)
+
+    @classmethod
+    def learning(
+        cls,
+        text: str,
+        kind: LearningKind,
+        confidence: float,
+        meta: MemoryMeta = _DEFAULT_META,
+    ) -> Learning:
+        """A learning with no evidence."""
+        return Learning(text, kind, confidence, meta=meta)
+
+    # -- behaviour ----------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        """The item id: 40 hex of SHA-256 over the identity JSON (contract.md §5)."""
+        cached: Optional[str] = self.__dict__.get("_fingerprint")
+        if cached is None:
+            cached = hash_json(dumps(self.identity_json()))
+            # A frozen instance may still cache in its own __dict__; the value
+            # depends only on fields, and a racing thread computes the same one.
+            self.__dict__["_fingerprint"] = cached
+        return cached
+
+    def validate(self) -> None:
+        """Raise ``InvalidRequestError`` when an engine must refuse this item."""
+        raise NotImplementedError  # pragma: no cover
+
+    def render_text(self) -> str:
+        """The text a :class:`Hit` carries for this item."""
+        raise NotImplementedError  # pragma: no cover
+
+    def to_json(self) -> Dict[str, Any]:
+        """The wire object, ``type`` first and ``meta`` last."""
+        return self._json(self.meta.to_json())
+
+    def identity_json(self) -> Dict[str, Any]:
+        """``to_json()`` as the fingerprint hashes it (observed_at, observed_actor
+        and tool_call.id left out)."""
+        return self._json(self.meta.identity_json())
+
+    def _json(self, meta: Dict[str, Any]) -> Dict[str, Any]:
+        raise NotImplementedError  # pragma: no cover
+
+    def with_meta(self, meta: MemoryMeta) -> StoreItem:
+        """A copy of this item with ``meta``."""
+        changed: StoreItem = replace(cast(Any, self), meta=meta)
+        return changed
+
+    @classmethod
+    def from_json(cls, value: object) -> StoreItem:
+        """Read any variant, dispatching on ``"type"``."""
+        o = obj(value, "item")
+        kind = o.get("type")
+        if kind == "document":
+            return Document.from_json(o)
+        if kind == "conversation":
+            return Conversation.from_json(o)
+        if kind == "learning":
+            return Learning.from_json(o)
+        if kind is None:
+            raise InvalidRequestError("item needs `type`")
+        raise InvalidRequestError(f"unknown item type {quote(kind)}")
+
+
+def _typed(value: object, kind: str) -> Dict[str, Any]:
+    o = obj(value, kind)
+    tag = o.get("type")
+    if tag is not None and tag != kind:
+        raise InvalidRequestError(f"{kind} has type {quote(tag)}")
+    return o
+
+
+def _meta_of(o: Dict[str, Any]) -> MemoryMeta:
+    value = o.get("meta")
+    return _DEFAULT_META if value is None else MemoryMeta.from_json(value)
+
+
+@dataclass(frozen=True)
+class Document(StoreItem):
+    """A document ↔ ``{type: "document", title?, body, mime?, meta}``."""
+
+    _KIND: ClassVar[ItemKind] = ItemKind.DOCUMENT
+
+    body: DocumentBody
+    title: Optional[str] = None
+    mime: Optional[str] = None
+    meta: MemoryMeta = _DEFAULT_META
+
+    def __post_init__(self) -> None:
+        req_type(self, "body", DocumentBody, self.body)
+        opt_str(self, "title", self.title)
+        opt_str(self, "mime", self.mime)
+        req_type(self, "meta", MemoryMeta, self.meta)
+
+    def validate(self) -> None:
+        """Refuse a blank text body and an unresolved uri body."""
+        body = self.body
+        if isinstance(body, UriBody):
+            raise InvalidRequestError("unresolved uri; resolve it through a source first")
+        if isinstance(body, TextBody) and is_blank(body.text):
+            raise InvalidRequestError("document body must not be empty")
+
+    def render_text(self) -> str:
+        """``"# {title}\\n\\n{body}"`` when the title is not blank, else the body."""
+        body = self.body.render()
+        if self.title is not None and not is_blank(self.title):
+            return f"# {self.title}\n\n{body}"
+        return body
+
+    def _json(self, meta: Dict[str, Any]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"type": "document"}
+        if self.title is not None:
+            out["title"] = self.title
+        out["body"] = self.body.to_json()
+        if self.mime is not None:
+            out["mime"] = self.mime
+        out["meta"] = meta
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Document:
+        """Read ``{type?, title?, body, mime?, meta?}``."""
+        o = _typed(value, "document")
+        body = o.get("body")
+        if body is None:
+            raise InvalidRequestError("document needs `body`")
+        return cls(
+            DocumentBody.from_json(body),
+            read_opt_str(o, "title", "document"),
+            read_opt_str(o, "mime", "document"),
+            _meta_of(o),
+        )
+
+
+@dataclass(frozen=True)
+class Conversation(StoreItem):
+    """A conversation ↔ ``{type: "conversation", turns, meta}``."""
+
+    _KIND: ClassVar[ItemKind] = ItemKind.CONVERSATION
+
+    turns: Tuple[Turn, ...]
+    meta: MemoryMeta = _DEFAULT_META
+
+    def __post_init__(self) -> None:
+        if type(self.turns) is not tuple or self.turns:
+            set_attr(self, "turns", tuple_of(self, "turns", Turn, self.turns))
+        req_type(self, "meta", MemoryMeta, self.meta)
+
+    def validate(self) -> None:
+        """Refuse zero turns and any blank turn."""
+        if not self.turns:
+            raise InvalidRequestError("a conversation needs at least one turn")
+        for turn in self.turns:
+            if is_blank(turn.text):
+                raise InvalidRequestError("conversation turn text must not be empty")
+
+    def render_text(self) -> str:
+        """One line per turn (``"user: hi\\nassistant: yo"``)."""
+        return "\n".join(turn.render() for turn in self.turns)
+
+    def _json(self, meta: Dict[str, Any]) -> Dict[str, Any]:
+        return {
+            "type": "conversation",
+            "turns": [turn.to_json() for turn in self.turns],
+            "meta": meta,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> Conversation:
+        """Read ``{type?, turns, meta?}``."""
+        o = _typed(value, "conversation")
+        turns = get_list(o, "turns", "conversation", required=True)
+        return cls(tuple(Turn.from_json(t) for t in turns), _meta_of(o))
+
+
+@dataclass(frozen=True)
+class Learning(StoreItem):
+    """A learning ↔ ``{type: "learning", text, kind, confidence, evidence?, meta}``.
+
+    ``confidence`` is a float32: it is rounded on construction, so validation,
+    equality and JSON all see the rounded value.
+    """
+
+    _KIND: ClassVar[ItemKind] = ItemKind.LEARNING
+
+    text: str
+    kind: LearningKind
+    confidence: float
+    evidence: Optional[str] = None
+    meta: MemoryMeta = _DEFAULT_META
+
+    def __post_init__(self) -> None:
+        req_str(self, "text", self.text)
+        if type(self.kind) is not LearningKind:
+            set_attr(self, "kind", enum_member(self, "kind", LearningKind, self.kind))
+        set_attr(self, "confidence", f32_field(self, "confidence", self.confidence))
+        opt_str(self, "evidence", self.evidence)
+        req_type(self, "meta", MemoryMeta, self.meta)
+
+    @property
+    def item_confidence(self) -> Optional[float]:
+        """The confidence (float32)."""
+        return self.confidence
+
+    def validate(self) -> None:
+        """Refuse blank text and a confidence outside 0..=1 (NaN included)."""
+        if is_blank(self.text):
+            raise InvalidRequestError("learning text must not be empty")
+        if not 0.0 <= self.confidence <= 1.0:
+            raise InvalidRequestError("learning confidence must be between 0 and 1")
+
+    def render_text(self) -> str:
+        """The text."""
+        return self.text
+
+    def _json(self, meta: Dict[str, Any]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "type": "learning",
+            "text": self.text,
+            "kind": self.kind.value,
+            "confidence": F32(self.confidence),
+        }
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        out["meta"] = meta
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Learning:
+        """Read ``{type?, text, kind, confidence, evidence?, meta?}``."""
+        o = _typed(value, "learning")
+        return cls(
+            get_str(o, "text", "learning"),
+            get_enum(o, "kind", "learning", LearningKind),
+            get_f32(o, "confidence", "learning"),
+            read_opt_str(o, "evidence", "learning"),
+            _meta_of(o),
+        )
+
+
+# ---------------------------------------------------------------- receipts
+
+
+@dataclass(frozen=True)
+class StoreReceipt:
+    """The answer to a store ↔ ``{id, replayed}``; ``replayed`` means it was already held."""
+
+    id: ItemId
+    replayed: bool
+
+    def __post_init__(self) -> None:
+        req_str(self, "id", self.id)
+        req_bool(self, "replayed", self.replayed)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{id, replayed}``."""
+        return {"id": self.id, "replayed": self.replayed}
+
+    @classmethod
+    def from_json(cls, value: object) -> StoreReceipt:
+        """Read ``{id, replayed}``."""
+        o = obj(value, "store receipt")
+        return cls(get_str(o, "id", "store receipt"), get_bool(o, "replayed", "store receipt"))
+
+
+def validate_many(items: Iterable[StoreItem]) -> Tuple[StoreItem, ...]:
+    """Check a ``store_many`` batch and return it as a tuple.
+
+    An empty batch or one of more than 100 items is refused; otherwise the
+    first item whose ``validate()`` fails gives its error.
+    """
+    batch = tuple(items)
+    if not 1 <= len(batch) <= MAX_STORE_MANY:
+        raise InvalidRequestError(
+            f"store_many takes between 1 and {MAX_STORE_MANY} items"
+        )
+    for item in batch:
+        if not isinstance(item, StoreItem):
+            raise TypeError(f"store_many takes StoreItem values, not {type(item).__name__}")
+        item.validate()
+    return batch

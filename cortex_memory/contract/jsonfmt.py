@@ -1,0 +1,368 @@
+"""The contract's JSON writer, float32 values and timestamps.
+
+:func:`dumps` is the only writer of contract JSON: fingerprints, envelopes,
+parts and cursors all go through it, so its bytes must equal what Rust's
+``serde_json`` writes for the same value (compact, member order, raw UTF-8,
+float32 values as their shortest round-tripping decimal).
+
+Plain ``json.dumps`` is wrong for these values: it writes a float32 as its
+float64 repr (``0.8999999761581421``) and exponents as ``1e-06``.
+"""
+
+from __future__ import annotations
+
+import json.encoder
+import math
+import re
+import struct
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Any, Callable, List, Tuple
+
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = [
+    "F32",
+    "dumps",
+    "format_f32",
+    "format_f64",
+    "format_timestamp",
+    "format_timestamp_offset",
+    "parse_timestamp",
+    "to_f32",
+]
+
+_F32_STRUCT = struct.Struct("<f")
+_U32_STRUCT = struct.Struct("<I")
+_F32_INF_BITS = 0x7F800000
+
+# The C-accelerated string encoder behind json.dumps(s, ensure_ascii=False): it
+# escapes exactly what serde_json escapes (quote, backslash, control characters
+# with lowercase \u00XX) and writes everything else raw.
+_encode_str: Callable[[str], str] = json.encoder.encode_basestring
+
+
+# --------------------------------------------------------------------- float32
+
+
+def to_f32(x: float) -> float:
+    """Round ``x`` to the nearest float32 (half to even), as Rust's ``as f32`` does.
+
+    A value past the float32 range becomes an infinity of the same sign; NaN
+    stays NaN.
+    """
+    try:
+        result: float = _F32_STRUCT.unpack(_F32_STRUCT.pack(x))[0]
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+    except struct.error:
+        # struct refuses an int too large for a double, and non-numbers.
+        if isinstance(x, int):
+            return math.inf if x > 0 else -math.inf
+        raise TypeError(f"a float32 value must be a number, not {type(x).__name__}") from None
+    return result
+
+
+class F32(float):
+    """A float32 value: :func:`dumps` writes it by :func:`format_f32`.
+
+    ``to_json()`` wraps float32 fields (confidence, scores) in this type; it is a
+    ``float``, so it compares and computes like one (arithmetic gives plain floats).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: float = 0.0) -> F32:
+        """Round ``value`` to float32."""
+        return float.__new__(cls, to_f32(value))
+
+    def __repr__(self) -> str:
+        return f"F32({format_f32(self)})"
+
+    def __str__(self) -> str:
+        return format_f32(self)
+
+
+def _f32_bits_value(bits: int) -> float:
+    value: float = _F32_STRUCT.unpack(_U32_STRUCT.pack(bits))[0]
+    return value
+
+
+def _less(an: int, ad: int, bn: int, bd: int) -> bool:
+    """Exact ``an/ad < bn/bd`` for positive denominators."""
+    return an * bd < bn * ad
+
+
+@lru_cache(maxsize=4096)
+def _shortest_f32(v: float) -> Tuple[str, int]:
+    """Digits and exponent of the shortest decimal that rounds back to float32 ``v``.
+
+    ``v`` is positive and finite. Every comparison is exact integer arithmetic
+    on the values' binary fractions, never a second rounding through float64.
+    """
+    bits: int = _U32_STRUCT.unpack(_F32_STRUCT.pack(v))[0]
+    vn, vd = v.as_integer_ratio()
+    below = _f32_bits_value(bits - 1)  # bits >= 1 because v > 0
+    bn, bd = below.as_integer_ratio()
+    if bits + 1 == _F32_INF_BITS:
+        an, ad = 2**128, 1  # the neighbour above the largest float32
+    else:
+        an, ad = _f32_bits_value(bits + 1).as_integer_ratio()
+    # Halfway points to the neighbours, as exact fractions.
+    lo_n, lo_d = vn * bd + bn * vd, 2 * vd * bd
+    hi_n, hi_d = vn * ad + an * vd, 2 * vd * ad
+    ties_ok = bits % 2 == 0  # round half to even keeps v on a halfway point
+
+    def rounds_back(cn: int, cd: int) -> bool:
+        if _less(lo_n, lo_d, cn, cd) and _less(cn, cd, hi_n, hi_d):
+            return True
+        if not ties_ok:
+            return False
+        return cn * lo_d == lo_n * cd or cn * hi_d == hi_n * cd
+
+    for p in range(1, 10):
+        mantissa, exp = format(v, f".{p - 1}e").split("e")
+        d = int(mantissa.replace(".", ""))
+        k = int(exp) - (p - 1)
+        scale = 10 ** abs(k)
+        cd = 1 if k >= 0 else scale
+        cn = d * scale if k >= 0 else d
+        if not rounds_back(cn, cd):
+            # The gap above a power of two is twice the gap below, so the
+            # nearest p-digit decimal can miss while the next one up fits.
+            if not _less(cn, cd, vn, vd):
+                continue
+            d += 1
+            cn = d * scale if k >= 0 else d
+            if not rounds_back(cn, cd):
+                continue
+        while d % 10 == 0:
+            d //= 10
+            k += 1
+        return str(d), k
+    raise AssertionError(f"no float32 decimal found for {v!r}")  # pragma: no cover
+
+
+def _layout(digits: str, k: int, max_kk: int, min_kk: int) -> str:
+    """Place the decimal point as ryu's pretty printer does (``digits·10^k``)."""
+    n = len(digits)
+    kk = n + k
+    if k >= 0 and kk <= max_kk:
+        return digits + "0" * k + ".0"
+    if 0 < kk <= max_kk:
+        return digits[:kk] + "." + digits[kk:]
+    if min_kk < kk <= 0:
+        return "0." + "0" * -kk + digits
+    if n == 1:
+        return f"{digits}e{kk - 1}"
+    return f"{digits[0]}.{digits[1:]}e{kk - 1}"
+
+
+def format_f32(x: float) -> str:
+    """Write ``x`` as the shortest decimal that round-trips its float32 value.
+
+    The layout is ryu's (serde_json's) for ``f32``: ``0.9``, ``1.0``,
+    ``0.000001``, ``1e-7``, ``12340000000.0``, ``1e13``, ``1.2621775e-29``.
+    A non-finite value is written ``null``.
+    """
+    v = to_f32(x)
+    if v != v or v in (math.inf, -math.inf):
+        return "null"
+    if v == 0.0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    if v < 0:
+        digits, k = _shortest_f32(-v)
+        return "-" + _layout(digits, k, 13, -6)
+    digits, k = _shortest_f32(v)
+    return _layout(digits, k, 13, -6)
+
+
+def format_f64(x: float) -> str:
+    """Write a float64 as serde_json does: shortest round-trip digits, ryu layout.
+
+    Contract values are float32 (:class:`F32`); this covers a plain ``float``
+    handed to :func:`dumps`. A non-finite value is written ``null``.
+    """
+    if x != x or x in (math.inf, -math.inf):
+        return "null"
+    if x == 0.0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    text = repr(abs(x))  # shortest digits that round-trip the float64
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    k = (int(exp) if exp else 0) - len(frac)
+    stripped = digits.rstrip("0")
+    k += len(digits) - len(stripped)
+    body = _layout(stripped, k, 16, -5)
+    return "-" + body if x < 0 else body
+
+
+# ------------------------------------------------------------------ timestamps
+
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
+)
+
+
+def _utc(value: datetime) -> datetime:
+    if not isinstance(value, datetime):
+        raise TypeError(f"a timestamp must be a datetime, not {type(value).__name__}")
+    offset = value.utcoffset()
+    if offset is None:
+        raise TypeError("a timestamp must be timezone-aware (a naive datetime has no instant)")
+    return value if not offset else value - offset
+
+
+def _clock(d: datetime) -> str:
+    text = (
+        f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+    )
+    micros = d.microsecond
+    if not micros:
+        return text
+    if micros % 1000 == 0:
+        return f"{text}.{micros // 1000:03d}"
+    return f"{text}.{micros:06d}"
+
+
+def format_timestamp(value: datetime) -> str:
+    """Write an aware instant as RFC 3339 UTC ending ``Z`` (contract.md §1.4).
+
+    The fraction appears only when non-zero: 3 digits for whole milliseconds,
+    else 6 (a ``datetime`` holds no more). A naive datetime is ``TypeError``.
+    """
+    return _clock(_utc(value)) + "Z"
+
+
+def format_timestamp_offset(value: datetime) -> str:
+    """Like :func:`format_timestamp` but ending ``+00:00`` (the envelope's ``observed_at``)."""
+    return _clock(_utc(value)) + "+00:00"
+
+
+def parse_timestamp(text: str, *, truncate: bool = False) -> datetime:
+    """Parse an RFC 3339 instant into an aware UTC ``datetime``.
+
+    Accepts ``T``/``t``, ``Z``/``z`` or a ``±HH:MM`` offset, and 0 to 9 fraction
+    digits. Non-zero digits past the microsecond cannot round-trip through a
+    ``datetime`` and are refused, unless ``truncate`` is set (readers of server
+    times that may carry nanoseconds). Failures are ``InvalidRequestError``.
+    """
+    match = _TIMESTAMP.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise InvalidRequestError(f"invalid timestamp {_quote(text)}")
+    year, month, day, hour, minute, second, frac, zulu, sign, off_h, off_m = match.groups()
+    micros = 0
+    if frac:
+        if len(frac) > 6 and not truncate and frac[6:].strip("0"):
+            raise InvalidRequestError(
+                f"timestamp {_quote(text)} has sub-microsecond digits, which cannot round-trip"
+            )
+        micros = int(frac[:6].ljust(6, "0"))
+    try:
+        value = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micros,
+            tzinfo=timezone.utc,
+        )
+        if not zulu:
+            hours, minutes = int(off_h), int(off_m)
+            if hours > 23 or minutes > 59:
+                raise ValueError("offset out of range")
+            offset = timedelta(hours=hours, minutes=minutes)
+            value = value - offset if sign == "+" else value + offset
+    except (ValueError, OverflowError):
+        raise InvalidRequestError(f"invalid timestamp {_quote(text)}") from None
+    return value
+
+
+def _quote(value: object) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return f"`{text[:64]}…`" if len(text) > 64 else f"`{text}`"
+
+
+# ---------------------------------------------------------------------- writer
+
+
+def dumps(value: object) -> str:
+    """Write a contract JSON value: compact, member order, serde_json's bytes.
+
+    Takes ``dict`` (string keys, insertion order), ``list``/``tuple``, ``str``,
+    ``int``, ``bool``, ``None``, :class:`F32` (by :func:`format_f32`) and plain
+    ``float`` (by :func:`format_f64`). Anything else is ``TypeError``.
+    """
+    if type(value) is str:
+        return _encode_str(value)
+    parts: List[str] = []
+    _emit(value, parts.append)
+    return "".join(parts)
+
+
+def _emit(o: Any, put: Callable[[str], None]) -> None:
+    # One function with the common cases inlined: strings go through the C
+    # encoder, and a dict member whose value is a string or an int is written
+    # in one step. That keeps this walk within a small factor of json.dumps.
+    t = type(o)
+    if t is dict:
+        sep = "{"
+        for key, item in o.items():
+            if type(key) is not str:
+                key = _key(key)
+            ti = type(item)
+            if ti is str:
+                put(f"{sep}{_encode_str(key)}:{_encode_str(item)}")
+            elif ti is int:
+                put(f"{sep}{_encode_str(key)}:{int.__repr__(item)}")
+            else:
+                put(f"{sep}{_encode_str(key)}:")
+                _emit(item, put)
+            sep = ","
+        put("}" if sep == "," else "{}")
+    elif t is str:
+        put(_encode_str(o))
+    elif t is list or t is tuple:
+        sep = "["
+        for item in o:
+            if type(item) is str:
+                put(sep + _encode_str(item))
+            else:
+                put(sep)
+                _emit(item, put)
+            sep = ","
+        put("]" if sep == "," else "[]")
+    elif o is None:
+        put("null")
+    elif o is True:
+        put("true")
+    elif o is False:
+        put("false")
+    elif t is F32:
+        put(format_f32(o))
+    else:
+        _emit_other(o, put)
+
+
+def _emit_other(o: object, put: Callable[[str], None]) -> None:
+    """Subclasses: str enums, int subclasses, other floats, dict/list subclasses."""
+    if isinstance(o, str):
+        put(_encode_str(o))
+    elif isinstance(o, bool):  # pragma: no cover - True/False are singletons
+        put("true" if o else "false")
+    elif isinstance(o, int):
+        put(int.__repr__(o))
+    elif isinstance(o, F32):
+        put(format_f32(o))
+    elif isinstance(o, float):
+        put(format_f64(o))
+    elif isinstance(o, dict):
+        _emit(dict(o), put)
+    elif isinstance(o, (list, tuple)):
+        _emit(list(o), put)
+    else:
+        raise TypeError(f"contract JSON cannot hold a {type(o).__name__}")
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return str.__str__(key)
+    raise TypeError(f"contract JSON object keys must be str, not {type(key).__name__}")

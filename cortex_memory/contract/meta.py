@@ -1,0 +1,380 @@
+"""Item metadata (``MemoryMeta``) and the phone-number redaction helpers.
+
+Metadata is not validated beyond its Python types: it says where an item came
+from (workspace, file, thread, agent, tool call, source) and when it was
+observed. Its JSON keys follow the 17-field wire order of contract.md §4.2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+from cortex_memory.contract._coerce import (
+    enum_member,
+    opt_str,
+    opt_type,
+    req_int,
+    req_str,
+    req_type,
+    set_attr,
+    str_tuple,
+    utc,
+)
+from cortex_memory.contract._enum import WireEnum
+from cortex_memory.contract._read import (
+    get_int,
+    get_str,
+    get_str_tuple,
+    obj,
+    opt_bool,
+    opt_timestamp,
+)
+from cortex_memory.contract._read import (
+    opt_str as read_opt_str,
+)
+from cortex_memory.contract.jsonfmt import format_timestamp
+from cortex_memory.contract.namespace import Namespace
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = [
+    "REDACTED_PREFIX",
+    "MemoryMeta",
+    "ObservedActor",
+    "Source",
+    "SourceKind",
+    "ToolCallRef",
+    "TurnRange",
+    "holds_phone_number",
+    "redacted_id",
+    "same_id",
+]
+
+_U32_MAX = 0xFFFFFFFF
+
+
+class SourceKind(WireEnum):
+    """What produced an item. The retired ``link``, ``github``, ``rss`` and
+    ``composio`` read as ``IMPORT`` (and so re-serialize and hash as ``import``)."""
+
+    FOLDER = "folder"
+    FILE = "file"
+    CONVERSATION = "conversation"
+    AGENT = "agent"
+    IMPORT = "import"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Optional[SourceKind]:
+        if value in _RETIRED_SOURCE_KINDS:
+            return cls.IMPORT
+        return None
+
+
+_RETIRED_SOURCE_KINDS = frozenset({"link", "github", "rss", "composio"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an item came from: a kind and an optional id ↔ ``{kind, id?}``."""
+
+    kind: SourceKind = SourceKind.AGENT
+    id: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if type(self.kind) is not SourceKind:
+            set_attr(self, "kind", enum_member(self, "kind", SourceKind, self.kind))
+        opt_str(self, "id", self.id)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{kind, id?}``."""
+        out: Dict[str, Any] = {"kind": self.kind.value}
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> Source:
+        """Read ``{kind?, id?}`` (kind defaults to ``agent``)."""
+        o = obj(value, "meta.source")
+        kind = o.get("kind")
+        return cls(
+            SourceKind.AGENT if kind is None else SourceKind.parse(kind, "source kind"),
+            read_opt_str(o, "id", "meta.source"),
+        )
+
+
+@dataclass(frozen=True)
+class TurnRange:
+    """A zero-based inclusive range of conversation turns (u32 values) ↔ ``{first, last}``."""
+
+    first: int
+    last: int
+
+    def __post_init__(self) -> None:
+        for name in ("first", "last"):
+            value = getattr(self, name)
+            req_int(self, name, value)
+            if not 0 <= value <= _U32_MAX:
+                raise InvalidRequestError(
+                    f"turn range {name} must be between 0 and {_U32_MAX}"
+                )
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{first, last}``."""
+        return {"first": self.first, "last": self.last}
+
+    @classmethod
+    def from_json(cls, value: object) -> TurnRange:
+        """Read ``{first, last}``."""
+        o = obj(value, "turns")
+        return cls(get_int(o, "first", "turns"), get_int(o, "last", "turns"))
+
+
+@dataclass(frozen=True)
+class ToolCallRef:
+    """A tool call by name and optional call id ↔ ``{name, id?}``."""
+
+    name: str
+    id: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        req_str(self, "name", self.name)
+        opt_str(self, "id", self.id)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{name, id?}``."""
+        out: Dict[str, Any] = {"name": self.name}
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> ToolCallRef:
+        """Read ``{name, id?}``."""
+        o = obj(value, "tool call")
+        return cls(get_str(o, "name", "tool call"), read_opt_str(o, "id", "tool call"))
+
+
+@dataclass(frozen=True)
+class ObservedActor:
+    """Who said it when not the owner ↔ ``{id, name?}``; ``id`` is ``type:id``."""
+
+    id: str
+    name: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        req_str(self, "id", self.id)
+        opt_str(self, "name", self.name)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{id, name?}``."""
+        out: Dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> ObservedActor:
+        """Read ``{id, name?}``."""
+        o = obj(value, "meta.observed_actor")
+        return cls(
+            get_str(o, "id", "meta.observed_actor"),
+            read_opt_str(o, "name", "meta.observed_actor"),
+        )
+
+
+_ROOT = Namespace.root()
+_DEFAULT_SOURCE = Source()
+_META_STRINGS = (
+    "workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id",
+)
+
+
+@dataclass(frozen=True)
+class MemoryMeta:
+    """Metadata of an item; every field is optional (``MemoryMeta()`` is the default).
+
+    Field order is the wire order. ``namespace`` is where the item lives (part of
+    its identity); ``observed_at`` and ``observed_actor`` are not part of the
+    fingerprint. ``tags`` accepts any iterable of strings.
+    """
+
+    namespace: Namespace = _ROOT
+    workspace: Optional[str] = None
+    folder: Optional[str] = None
+    file_path: Optional[str] = None
+    language: Optional[str] = None
+    repo: Optional[str] = None
+    commit: Optional[str] = None
+    url: Optional[str] = None
+    thread_id: Optional[str] = None
+    turns: Optional[TurnRange] = None
+    agent_id: Optional[str] = None
+    tool_call: Optional[ToolCallRef] = None
+    source: Source = _DEFAULT_SOURCE
+    tags: Tuple[str, ...] = ()
+    observed_at: Optional[datetime] = None
+    derive: Optional[bool] = None
+    observed_actor: Optional[ObservedActor] = None
+
+    def __post_init__(self) -> None:
+        req_type(self, "namespace", Namespace, self.namespace)
+        for name in _META_STRINGS:
+            opt_str(self, name, getattr(self, name))
+        opt_type(self, "turns", TurnRange, self.turns)
+        opt_str(self, "agent_id", self.agent_id)
+        opt_type(self, "tool_call", ToolCallRef, self.tool_call)
+        req_type(self, "source", Source, self.source)
+        if type(self.tags) is not tuple or self.tags:
+            set_attr(self, "tags", str_tuple(self, "tags", self.tags))
+        if self.observed_at is not None:
+            set_attr(self, "observed_at", utc(self, "observed_at", self.observed_at))
+        opt_type(self, "derive", bool, self.derive)
+        opt_type(self, "observed_actor", ObservedActor, self.observed_actor)
+
+    @classmethod
+    def from_source(cls, kind: SourceKind, id: Optional[str] = None) -> MemoryMeta:
+        """A default meta with only ``source`` set."""
+        return cls(source=Source(kind, id))
+
+    def with_tags(self, tags: Iterable[str]) -> MemoryMeta:
+        """A copy whose tags are ``tags``."""
+        return _replace(self, tags=tuple(tags))
+
+    def with_namespace(self, namespace: Namespace) -> MemoryMeta:
+        """A copy living at ``namespace``."""
+        return _replace(self, namespace=namespace)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The wire object: unset fields, empty tags and the root namespace omitted;
+        ``source`` always written."""
+        return self._json(False)
+
+    def identity_json(self) -> Dict[str, Any]:
+        """The meta as the fingerprint hashes it: ``to_json()`` without
+        ``observed_at``, ``observed_actor`` and ``tool_call.id``."""
+        return self._json(True)
+
+    def _json(self, identity: bool) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        if self.namespace.segments:
+            out["namespace"] = str(self.namespace)
+        for name in _META_STRINGS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.turns is not None:
+            out["turns"] = {"first": self.turns.first, "last": self.turns.last}
+        if self.agent_id is not None:
+            out["agent_id"] = self.agent_id
+        call = self.tool_call
+        if call is not None:
+            out["tool_call"] = (
+                {"name": call.name} if identity or call.id is None else call.to_json()
+            )
+        source = self.source
+        out["source"] = (
+            {"kind": source.kind.value} if source.id is None else source.to_json()
+        )
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.observed_at is not None and not identity:
+            out["observed_at"] = format_timestamp(self.observed_at)
+        if self.derive is not None:
+            out["derive"] = self.derive
+        if self.observed_actor is not None and not identity:
+            out["observed_actor"] = self.observed_actor.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> MemoryMeta:
+        """Read the wire object; missing keys take their defaults."""
+        o = obj(value, "meta")
+        if not o:
+            return _DEFAULT_META
+        ns = o.get("namespace")
+        turns = o.get("turns")
+        call = o.get("tool_call")
+        source = o.get("source")
+        actor = o.get("observed_actor")
+        strings = {name: read_opt_str(o, name, "meta") for name in _META_STRINGS}
+        return cls(
+            namespace=_ROOT if ns is None else Namespace.from_json(ns),
+            turns=None if turns is None else TurnRange.from_json(turns),
+            agent_id=read_opt_str(o, "agent_id", "meta"),
+            tool_call=None if call is None else ToolCallRef.from_json(call),
+            source=_DEFAULT_SOURCE if source is None else Source.from_json(source),
+            tags=get_str_tuple(o, "tags", "meta"),
+            observed_at=opt_timestamp(o, "observed_at", "meta"),
+            derive=opt_bool(o, "derive", "meta"),
+            observed_actor=None if actor is None else ObservedActor.from_json(actor),
+            **strings,
+        )
+
+
+def _replace(meta: MemoryMeta, **changes: Any) -> MemoryMeta:
+    return replace(meta, **changes)
+
+
+_DEFAULT_META = MemoryMeta()
+
+# ------------------------------------------------------------- redaction
+
+#: Prefix of an id stored in redacted form.
+REDACTED_PREFIX = "tm-redacted:"
+
+_UUID = re.compile(
+    r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
+)
+# A run starts at a digit and continues over digits and the separators
+# space - . ( ) +. Only ASCII matters, so scanning the str equals scanning its
+# UTF-8 bytes (every non-ASCII byte ends a run and is not a letter).
+_DIGIT_RUN = re.compile(r"[0-9][0-9 \-.()+]*")
+_MIN_PHONE_DIGITS = 7
+
+
+def redacted_id(value: str) -> str:
+    """The redacted form of an id: the prefix plus 32 hex of SHA-256 over UTF-8 ``value``."""
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return REDACTED_PREFIX + digest[:32]
+
+
+def same_id(held: Optional[str], wanted: str) -> bool:
+    """True when ``held`` is ``wanted`` or the redacted form of it (``held`` None → False)."""
+    if held is None:
+        return False
+    if held == wanted:
+        return True
+    return held.startswith(REDACTED_PREFIX) and held == redacted_id(wanted)
+
+
+def _is_ascii_letter(ch: str) -> bool:
+    return ("a" <= ch <= "z") or ("A" <= ch <= "Z")
+
+
+def holds_phone_number(value: str) -> bool:
+    """True when ``value`` holds something that looks like a phone number.
+
+    UUIDs are ignored; a run of at least 7 digits (spaces, ``-``, ``.``, ``(``,
+    ``)`` and ``+`` may separate them) counts unless an ASCII letter touches it:
+    right before its first digit, or right after its last digit.
+    """
+    if value.startswith(REDACTED_PREFIX):
+        return False
+    text = _UUID.sub("_", value)
+    end_of_text = len(text)
+    for match in _DIGIT_RUN.finditer(text):
+        run = match.group()
+        digits = sum(1 for ch in run if "0" <= ch <= "9")
+        if digits < _MIN_PHONE_DIGITS:
+            continue
+        start, end = match.span()
+        if start > 0 and _is_ascii_letter(text[start - 1]):
+            continue
+        if end < end_of_text and _is_ascii_letter(text[end]) and "0" <= run[-1] <= "9":
+            continue
+        return True
+    return False
