@@ -1,0 +1,219 @@
+"""Encoding envelopes as v3 labels or v2 text, and decoding events (engine.md §7.6, §7.10).
+
+- **v3** (written whenever it fits): ``content.text`` is the event's own text; the
+  envelope JSON (``v: 3``, empty ``text``) travels in ``tm:e:NN:`` labels of at most
+  240 UTF-8 bytes each, after the lookup and readable labels.
+- **v2** (the fallback, for an empty text or more than 64 labels): ``content.text``
+  is the whole envelope JSON (``v: 2``); the labels are the lookup labels only.
+
+Readers accept both and skip events that are neither (they are not ours). Decoding
+runs for every event of every listing page, so it avoids work it does not need: no
+regex per event, one JSON parse per event, no re-serialization.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+from cortex_memory.contract.jsonfmt import dumps
+from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
+from cortex_memory.cortex.envelope.envelope import Envelope, parse_envelope
+from cortex_memory.cortex.envelope.labels import (
+    WORKSPACE_TAG,
+    lookup_labels,
+    readable_labels,
+)
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "MAX_LABELS",
+    "PART_BYTES",
+    "PART_TAG",
+    "Encoded",
+    "decode",
+    "decode_event",
+    "encode",
+    "encode_checked",
+    "from_labels",
+    "part_labels",
+]
+
+MAX_EVENT_BYTES = 786_432
+"""The largest v2 encoding sent (768 KiB); CortexDB refuses events over 1 MiB."""
+
+MAX_LABELS = 64
+"""Labels per event."""
+
+PART_BYTES = 240
+"""UTF-8 bytes of envelope JSON per ``tm:e:`` label, cut back to a character boundary."""
+
+PART_TAG = "tm:e:"
+"""Prefix of a v3 envelope part: ``tm:e:`` + 2-digit index + ``:`` + JSON slice."""
+
+_PART_TAG_LEN = len(PART_TAG)
+# A part number with more digits could never be below the number of labels held.
+_MAX_PART_DIGITS = 9
+_JSON_SPACE = " \t\n\r"
+
+
+class Encoded(NamedTuple):
+    """An event's ``content.text`` and ``context.labels`` (the item label first)."""
+
+    text: str
+    labels: Tuple[str, ...]
+
+    @property
+    def version(self) -> int:
+        """3 when the envelope travels in labels, else 2."""
+        return 3 if any(label.startswith(PART_TAG) for label in self.labels) else 2
+
+
+def encode(env: Envelope) -> str:
+    """The v2 encoding: compact JSON of the envelope in member order with ``v`` = 2.
+
+    Every size limit is checked against the UTF-8 length of this text.
+    """
+    return dumps(env.to_json(2))
+
+
+def part_labels(envelope_json: str) -> List[str]:
+    """Slice JSON into ``tm:e:NN:`` labels of at most 240 UTF-8 bytes, whole characters."""
+    labels: List[str] = []
+    if envelope_json.isascii():
+        for n, at in enumerate(range(0, len(envelope_json), PART_BYTES)):
+            labels.append(f"{PART_TAG}{n:02d}:{envelope_json[at : at + PART_BYTES]}")
+        return labels
+    data = envelope_json.encode("utf-8", "surrogatepass")
+    size = len(data)
+    at = 0
+    while at < size:
+        end = min(at + PART_BYTES, size)
+        # Back off over continuation bytes (10xxxxxx) to the start of a character.
+        while end < size and data[end] & 0xC0 == 0x80:
+            end -= 1
+        labels.append(
+            f"{PART_TAG}{len(labels):02d}:{data[at:end].decode('utf-8', 'surrogatepass')}"
+        )
+        at = end
+    return labels
+
+
+def encode_checked(env: Envelope) -> Encoded:
+    """Encode ``env`` for the wire: v3 when it fits, else v2 (§7.6).
+
+    Raises ``InvalidRequestError`` when the v2 encoding would pass 786 432 bytes.
+    """
+    v2 = encode(env)
+    size = len(v2.encode("utf-8", "surrogatepass"))
+    if size > MAX_EVENT_BYTES:
+        raise InvalidRequestError(
+            f"a {env.kind.value} event would be {size} bytes; CortexDB refuses events over "
+            f"1 MiB and this client sends at most {MAX_EVENT_BYTES}"
+        )
+    lookup = lookup_labels(env.id, env.meta)
+    if env.ws is not None:
+        # An absolute workspace is not in the wire meta; its label comes from the
+        # digest, after tm:k: (a logical workspace's label sits in field order).
+        lookup.append(WORKSPACE_TAG + env.ws[:LOOKUP_HEX])
+    if not env.text:
+        return Encoded(v2, tuple(lookup))
+    parts = part_labels(dumps(env.to_json(3, text="")))
+    readable = readable_labels(env)
+    if len(lookup) + len(readable) + len(parts) > MAX_LABELS:
+        return Encoded(v2, tuple(lookup))
+    return Encoded(env.text, (*lookup, *readable, *parts))
+
+
+def _load(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        # ValueError covers JSONDecodeError and over-long integers; a deeply nested
+        # text exhausts the parser's recursion.
+        return None
+
+
+def decode(text: str) -> Optional[Envelope]:
+    """A v2 envelope from an event's text, or None.
+
+    The text may carry any bracketed prefix (``[user] {...}``): what follows the first
+    ``] `` is tried when the whole text does not parse. Only ``v == 2`` is accepted.
+    """
+    first = text[:1]
+    if first not in ("{", "["):
+        if not first or first not in _JSON_SPACE:
+            return None
+        first = text.lstrip(_JSON_SPACE)[:1]
+    env = _v2(text) if first == "{" else None
+    if env is None and text.startswith("["):
+        cut = text.find("] ")
+        if cut != -1:
+            env = _v2(text[cut + 2 :])
+    return env
+
+
+def _v2(text: str) -> Optional[Envelope]:
+    env = parse_envelope(_load(text))
+    if env is None or env.v != 2:
+        return None
+    return env
+
+
+def from_labels(text: str, labels: Sequence[str]) -> Optional[Envelope]:
+    """A v3 envelope from an event's labels (its parts) and text, or None.
+
+    Every ``tm:e:`` label must read ``tm:e:<number>:<slice>``; the numbers must be
+    exactly 0..n-1 (n >= 1) in any order. The joined JSON must be an envelope with
+    ``v == 3``; its text is the event's ``content.text``.
+    """
+    parts: List[Tuple[int, str]] = []
+    for label in labels:
+        if not label.startswith(PART_TAG):
+            continue
+        colon = label.find(":", _PART_TAG_LEN)
+        if colon == -1:
+            return None
+        number = label[_PART_TAG_LEN:colon]
+        if not number.isdigit() or not number.isascii() or len(number) > _MAX_PART_DIGITS:
+            return None
+        parts.append((int(number), label[colon + 1 :]))
+    if not parts:
+        return None
+    # Written in order; only sort (stable, by number) when they arrive otherwise.
+    if any(parts[i][0] != i for i in range(len(parts))):
+        parts.sort(key=_number)
+        if any(parts[i][0] != i for i in range(len(parts))):
+            return None
+    env = parse_envelope(_load("".join(piece for _, piece in parts)), text=text)
+    if env is None or env.v != 3:
+        return None
+    return env
+
+
+def _number(part: Tuple[int, str]) -> int:
+    return part[0]
+
+
+def decode_event(event: object) -> Optional[Envelope]:
+    """The envelope of a listed or recalled event, or None when the event is not ours.
+
+    The event needs a string ``id`` and a string ``content.text``; v3 is tried from
+    ``context.labels`` (non-string labels are ignored), then v2 from the text.
+    """
+    if type(event) is not dict:
+        return None
+    content = event.get("content")
+    if type(event.get("id")) is not str or type(content) is not dict:
+        return None
+    text = content.get("text")
+    if type(text) is not str:
+        return None
+    context = event.get("context")
+    labels = context.get("labels") if type(context) is dict else None
+    if type(labels) is list and labels:
+        env = from_labels(text, [label for label in labels if type(label) is str])
+        if env is not None:
+            return env
+    return decode(text)

@@ -1,0 +1,270 @@
+"""The event envelope: what one CortexDB event says about an item (engine.md §7.2).
+
+An envelope carries the item id, its kind, the text of this event, the wire meta
+(§7.3), the path digests, and the kind's own members (a document's title and mime, a
+learning's kind, confidence and evidence, a conversation turn, a document piece).
+Member order is serialization order: the v3 parts are slices of this JSON, so the
+bytes matter (§7.12) and only the contract's ``jsonfmt.dumps`` writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Dict, List, Optional, Tuple
+
+from cortex_memory.contract.items import ItemKind, LearningKind, Role
+from cortex_memory.contract.jsonfmt import F32, format_timestamp, parse_timestamp, to_f32
+from cortex_memory.contract.meta import MemoryMeta, ToolCallRef
+from cortex_memory.errors import Error
+
+__all__ = [
+    "U32_MAX",
+    "ChunkInfo",
+    "Envelope",
+    "TurnInfo",
+    "parse_envelope",
+]
+
+U32_MAX = 0xFFFF_FFFF
+"""Indexes and counts are u32 on the wire."""
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    """Where a conversation event sits: turn ``index`` of ``count``.
+
+    Wire object: ``{index, count, role, at?, tool_calls?}``.
+    """
+
+    index: int
+    count: int
+    role: Role
+    at: Optional[datetime] = None
+    tool_calls: Tuple[ToolCallRef, ...] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        """The wire object, members in order."""
+        out: Dict[str, Any] = {"index": self.index, "count": self.count, "role": self.role.value}
+        if self.at is not None:
+            out["at"] = format_timestamp(self.at)
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_json() for call in self.tool_calls]
+        return out
+
+
+@dataclass(frozen=True)
+class ChunkInfo:
+    """Where a document piece sits: piece ``index`` of ``count``.
+
+    Wire object: ``{index, count, pages?, section?}``. ``pages`` is ``(first, last)``,
+    1-based and inclusive, only for a paged document.
+    """
+
+    index: int
+    count: int
+    pages: Optional[Tuple[int, int]] = None
+    section: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        """The wire object, members in order."""
+        out: Dict[str, Any] = {"index": self.index, "count": self.count}
+        if self.pages is not None:
+            out["pages"] = [self.pages[0], self.pages[1]]
+        if self.section is not None:
+            out["section"] = self.section
+        return out
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One event's view of an item.
+
+    ``id`` is the item's fingerprint, never recomputed on read; ``meta`` is the wire
+    meta (no folder, file name only, no absolute workspace, redacted ids); ``ws``,
+    ``fp`` and ``fd`` are the path digests that keep path filters matching. ``v`` is the
+    version the envelope was read as (3 when built).
+    """
+
+    id: str
+    kind: ItemKind
+    text: str
+    meta: MemoryMeta
+    ws: Optional[str] = None
+    fp: Tuple[str, ...] = ()
+    fd: Tuple[str, ...] = ()
+    title: Optional[str] = None
+    mime: Optional[str] = None
+    learning_kind: Optional[LearningKind] = None
+    confidence: Optional[float] = None
+    evidence: Optional[str] = None
+    turn: Optional[TurnInfo] = None
+    chunk: Optional[ChunkInfo] = None
+    v: int = 3
+
+    def part(self) -> Optional[int]:
+        """The turn index, else the chunk index, else None (a single-event item)."""
+        if self.turn is not None:
+            return self.turn.index
+        if self.chunk is not None:
+            return self.chunk.index
+        return None
+
+    def to_json(self, version: int, *, text: Optional[str] = None) -> Dict[str, Any]:
+        """The wire object for ``version`` (members in order), optionally with another text."""
+        out: Dict[str, Any] = {
+            "v": version,
+            "id": self.id,
+            "kind": self.kind.value,
+            "text": self.text if text is None else text,
+            "meta": self.meta.to_json(),
+        }
+        if self.ws is not None:
+            out["ws"] = self.ws
+        if self.fp:
+            out["fp"] = list(self.fp)
+        if self.fd:
+            out["fd"] = list(self.fd)
+        if self.title is not None:
+            out["title"] = self.title
+        if self.mime is not None:
+            out["mime"] = self.mime
+        if self.learning_kind is not None:
+            out["learning_kind"] = self.learning_kind.value
+        if self.confidence is not None:
+            out["confidence"] = F32(self.confidence)
+        if self.evidence is not None:
+            out["evidence"] = self.evidence
+        if self.turn is not None:
+            out["turn"] = self.turn.to_json()
+        if self.chunk is not None:
+            out["chunk"] = self.chunk.to_json()
+        return out
+
+
+class _NotOurs(Exception):
+    """An object that is not an envelope (never escapes this package)."""
+
+
+def parse_envelope(value: object, *, text: Optional[str] = None) -> Optional[Envelope]:
+    """Read a parsed JSON value as an envelope of any version; None when it is not one.
+
+    Unknown members are ignored; a member of the wrong type makes the whole value
+    "not ours". ``text``, when given, replaces the ``text`` member (a v3 envelope's
+    text is the event's own). The caller checks ``v``.
+    """
+    try:
+        return _parse(value, text)
+    except (_NotOurs, Error, TypeError, ValueError):
+        # Error: the contract's readers (meta, timestamps, enums); TypeError and
+        # ValueError: a contract constructor refusing a value that slipped through.
+        return None
+
+
+def _parse(value: object, text: Optional[str]) -> Envelope:
+    o = _obj(value)
+    version = o.get("v")
+    if type(version) is not int:
+        raise _NotOurs
+    raw_confidence = o.get("confidence")
+    confidence: Optional[float] = None
+    if raw_confidence is not None:
+        if type(raw_confidence) is not float and type(raw_confidence) is not int:
+            raise _NotOurs
+        confidence = to_f32(raw_confidence)
+    learning_kind = _opt_str(o, "learning_kind")
+    own_text = _str(o, "text")
+    return Envelope(
+        id=_str(o, "id"),
+        kind=ItemKind(_str(o, "kind")),
+        text=own_text if text is None else text,
+        meta=MemoryMeta.from_json(_obj(o.get("meta"))),
+        ws=_opt_str(o, "ws"),
+        fp=_str_tuple(o.get("fp")),
+        fd=_str_tuple(o.get("fd")),
+        title=_opt_str(o, "title"),
+        mime=_opt_str(o, "mime"),
+        learning_kind=None if learning_kind is None else LearningKind(learning_kind),
+        confidence=confidence,
+        evidence=_opt_str(o, "evidence"),
+        turn=_turn(o.get("turn")),
+        chunk=_chunk(o.get("chunk")),
+        v=version,
+    )
+
+
+def _turn(value: object) -> Optional[TurnInfo]:
+    if value is None:
+        return None
+    o = _obj(value)
+    at = _opt_str(o, "at")
+    calls = o.get("tool_calls")
+    tool_calls: Tuple[ToolCallRef, ...] = ()
+    if calls is not None:
+        if type(calls) is not list:
+            raise _NotOurs
+        tool_calls = tuple(ToolCallRef.from_json(call) for call in calls)
+    return TurnInfo(
+        index=_u32(o.get("index")),
+        count=_u32(o.get("count")),
+        role=Role(_str(o, "role")),
+        # Other writers may keep nanoseconds; a datetime holds microseconds.
+        at=None if at is None else parse_timestamp(at, truncate=True),
+        tool_calls=tool_calls,
+    )
+
+
+def _chunk(value: object) -> Optional[ChunkInfo]:
+    if value is None:
+        return None
+    o = _obj(value)
+    raw_pages = o.get("pages")
+    pages: Optional[Tuple[int, int]] = None
+    if raw_pages is not None:
+        if type(raw_pages) is not list or len(raw_pages) != 2:
+            raise _NotOurs
+        pages = (_u32(raw_pages[0]), _u32(raw_pages[1]))
+    return ChunkInfo(
+        index=_u32(o.get("index")),
+        count=_u32(o.get("count")),
+        pages=pages,
+        section=_opt_str(o, "section"),
+    )
+
+
+def _obj(value: object) -> Dict[str, Any]:
+    if type(value) is not dict:
+        raise _NotOurs
+    return value
+
+
+def _str(o: Dict[str, Any], key: str) -> str:
+    value = o.get(key)
+    if type(value) is not str:
+        raise _NotOurs
+    return value
+
+
+def _opt_str(o: Dict[str, Any], key: str) -> Optional[str]:
+    value = o.get(key)
+    if value is None or type(value) is str:
+        return value
+    raise _NotOurs
+
+
+def _str_tuple(value: object) -> Tuple[str, ...]:
+    if value is None:
+        return ()
+    if type(value) is not list:
+        raise _NotOurs
+    items: List[str] = value
+    for item in items:
+        if type(item) is not str:
+            raise _NotOurs
+    return tuple(items)
+
+
+def _u32(value: object) -> int:
+    if type(value) is not int or not 0 <= value <= U32_MAX:
+        raise _NotOurs
+    return value

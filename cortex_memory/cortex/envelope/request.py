@@ -1,0 +1,124 @@
+"""The experience request of one event and its body idempotency key (engine.md §7.9, §5.11).
+
+The body is serialized with sorted keys (``json.dumps(sort_keys=True, ...)``) by
+whoever sends it; the key is computed the same way over the body without the key,
+so the same event always carries the same key and a host's retry is a replay.
+Request bodies carry no floats: the float32 confidence lives inside the envelope
+text or parts, already written by ``jsonfmt``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from cortex_memory.contract.items import ItemKind, Role
+from cortex_memory.contract.jsonfmt import format_timestamp_offset
+from cortex_memory.cortex.envelope.codec import Encoded, encode_checked
+from cortex_memory.cortex.envelope.envelope import Envelope
+from cortex_memory.cortex.envelope.scopes import scope_path
+
+__all__ = [
+    "BODY_KEY_HEX",
+    "BODY_KEY_PREFIX",
+    "ExperienceRequest",
+    "body_key",
+    "compact_sorted",
+    "experience_request",
+]
+
+BODY_KEY_PREFIX = "tm3:"
+BODY_KEY_HEX = 56
+"""Hex characters of a body key after its prefix (28 bytes of SHA-256); 60 characters in all."""
+
+_KEY_MEMBER = "idempotency_key"
+
+
+def compact_sorted(value: Any) -> str:
+    """Compact JSON with keys sorted recursively: the form of every request body."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def body_key(body: Mapping[str, Any]) -> str:
+    """``tm3:`` + 56 hex of SHA-256 over the compact sorted body without its key."""
+    rest = {name: value for name, value in body.items() if name != _KEY_MEMBER}
+    data = compact_sorted(rest).encode("utf-8", "surrogatepass")
+    return BODY_KEY_PREFIX + hashlib.sha256(data).hexdigest()[:BODY_KEY_HEX]
+
+
+@dataclass(frozen=True)
+class ExperienceRequest:
+    """One event to write: ``{scope, modality, content, context, directives?, idempotency_key}``.
+
+    ``extract`` False adds ``directives: {"extract": []}`` (index the event, derive
+    nothing). ``observed_at`` is already formatted (RFC 3339 ending ``+00:00``).
+    """
+
+    scope: str
+    modality: str
+    role: str
+    text: str
+    labels: Tuple[str, ...]
+    observed_at: Optional[str] = None
+    extract: bool = True
+    idempotency_key: str = ""
+
+    @property
+    def item_label(self) -> str:
+        """The ``tm:i:`` label every event of the item carries first."""
+        return self.labels[0]
+
+    def to_json(self) -> Dict[str, Any]:
+        """The request body (send it with :func:`compact_sorted`)."""
+        body = self._unkeyed()
+        body[_KEY_MEMBER] = self.idempotency_key
+        return body
+
+    def _unkeyed(self) -> Dict[str, Any]:
+        context: Dict[str, Any] = {"labels": list(self.labels)}
+        if self.observed_at is not None:
+            context["observed_at"] = self.observed_at
+        body: Dict[str, Any] = {
+            "scope": self.scope,
+            "modality": self.modality,
+            "content": {"kind": "message", "role": self.role, "text": self.text},
+            "context": context,
+        }
+        if not self.extract:
+            body["directives"] = {"extract": []}
+        return body
+
+
+def experience_request(env: Envelope, encoded: Optional[Encoded] = None) -> ExperienceRequest:
+    """The request writing ``env`` (encoded with ``encode_checked`` unless given).
+
+    A conversation turn is modality ``conversation`` with the turn's role; a document
+    (whole or piece) ``document``/``user``; a learning ``observation``/``user``.
+    ``observed_at`` is the turn's time, else the meta's. Derivation is turned off when
+    ``meta.derive`` is False or the turn is a tool's.
+    """
+    if encoded is None:
+        encoded = encode_checked(env)
+    role = Role.USER
+    if env.kind is ItemKind.CONVERSATION:
+        modality = "conversation"
+        if env.turn is not None:
+            role = env.turn.role
+    elif env.kind is ItemKind.DOCUMENT:
+        modality = "document"
+    else:
+        modality = "observation"
+    at = env.turn.at if env.turn is not None and env.turn.at is not None else env.meta.observed_at
+    request = ExperienceRequest(
+        scope=scope_path(env.meta.namespace, env.kind),
+        modality=modality,
+        role=role.value,
+        text=encoded.text,
+        labels=encoded.labels,
+        observed_at=None if at is None else format_timestamp_offset(at),
+        extract=env.meta.derive is not False and role is not Role.TOOL,
+    )
+    # Computed last, over everything else the body holds.
+    return replace(request, idempotency_key=body_key(request._unkeyed()))
