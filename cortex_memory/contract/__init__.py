@@ -6,6 +6,7 @@ Items, metadata, namespaces and reach, the JSON writer and the fingerprint
 
 from __future__ import annotations
 
+from cortex_memory.contract.filter import MetaFilter, path_matches
 from cortex_memory.contract.fingerprint import (
     ID_HEX_LEN,
     fingerprint,
@@ -85,6 +86,7 @@ __all__ = [
     "Learning",
     "LearningKind",
     "MemoryMeta",
+    "MetaFilter",
     "Namespace",
     "ObservedActor",
     "Reach",
@@ -113,6 +115,7 @@ __all__ = [
     "is_blank",
     "is_item_id",
     "parse_timestamp",
+    "path_matches",
     "redacted_id",
     "same_id",
     "to_f32",

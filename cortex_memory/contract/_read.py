@@ -19,6 +19,7 @@ __all__ = [
     "JsonObject",
     "get_bool",
     "get_enum",
+    "get_enum_tuple",
     "get_f32",
     "get_int",
     "get_list",
