@@ -1,0 +1,119 @@
+"""A tiny shared harness for the benchmarks in ``bench/``.
+
+Every figure is a ratio measured side by side in one run, so machine speed
+cancels out. The helpers:
+
+* :func:`serve` starts a server in **its own process** (so its CPU is not the
+  client's) from a command that prints ``READY <url>`` on its first line;
+* :func:`cpu_per_op` runs an operation ``n`` times and returns the client's CPU
+  seconds per operation (``time.process_time``: every thread of this process,
+  helper threads included, so nothing the client spends is hidden);
+* :func:`measure` interleaves several cases over a few rounds and keeps each
+  case's median, which damps the noise of a shared machine;
+* :func:`print_table` prints a plain table; :func:`write_result` writes
+  ``bench/results/<name>.json`` with the figures and the environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Sequence
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@contextlib.contextmanager
+def serve(argv: Sequence[str], *, ready_timeout: float = 30.0) -> Iterator[str]:
+    """Run ``argv`` as a server process; yield the URL it prints as ``READY <url>``."""
+    proc = subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + ready_timeout
+        line = ""
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("READY ") or not line:
+                break
+        if not line.startswith("READY "):
+            raise RuntimeError(f"server did not start: {argv!r}")
+        yield line.split(" ", 1)[1].strip()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def cpu_per_op(operation: Callable[[], object], n: int) -> float:
+    """Client CPU seconds per call of ``operation`` over ``n`` calls."""
+    start = time.process_time()
+    for _ in range(n):
+        operation()
+    return (time.process_time() - start) / n
+
+
+def measure(
+    cases: Mapping[str, Callable[[], object]],
+    *,
+    n: int = 1000,
+    rounds: int = 7,
+    warmup: int = 200,
+) -> Dict[str, Dict[str, Any]]:
+    """Median CPU per op of each case, the cases interleaved round by round."""
+    for operation in cases.values():
+        for _ in range(warmup):
+            operation()
+    samples: Dict[str, List[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, operation in cases.items():
+            samples[name].append(cpu_per_op(operation, n))
+    return {
+        name: {"median_s": statistics.median(values), "samples_s": values}
+        for name, values in samples.items()
+    }
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Print a plain, aligned table."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    print(title)
+    for index, row in enumerate(cells):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
+        if index == 0:
+            print("  ".join("-" * width for width in widths))
+
+
+def write_result(name: str, payload: Mapping[str, Any]) -> Path:
+    """Write ``bench/results/<name>.json`` (figures plus the environment) and return its path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    document = {
+        "benchmark": name,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        **payload,
+    }
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def python() -> str:
+    """The interpreter running the benchmark (servers use the same one)."""
+    return sys.executable

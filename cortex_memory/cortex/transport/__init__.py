@@ -1,0 +1,65 @@
+"""The HTTP transport of the CortexDB engine, over urllib3 (engine.md §5).
+
+Layers, lowest first:
+
+* :mod:`.text` — Unicode trimming, excerpts, header-value checks;
+* :mod:`.endpoint`, :mod:`.headers`, :mod:`.auth` — what is checked at
+  construction (endpoint security, host default headers) and per attempt (the
+  ``Authorization`` value);
+* :mod:`.keys` — hosted idempotency claims and URL encoding;
+* :mod:`.watchdog`, :mod:`.pool`, :mod:`.body` — bounded exchanges: the shared
+  timer that cuts stalled connections, the urllib3 pool, capped body reads;
+* :mod:`.actor`, :mod:`.pause` — state shared by an engine family: the
+  ``X-Cortex-Actor`` cache and the rate-limit pause;
+* :mod:`.failure` — statuses and transport faults to the error tree;
+* :mod:`.client` — :class:`HttpClient`, its call modes and :class:`Response`.
+"""
+
+from __future__ import annotations
+
+from cortex_memory.cortex.transport.actor import ActorCache, ActorState
+from cortex_memory.cortex.transport.body import ERROR_CAP, SUCCESS_CAP
+from cortex_memory.cortex.transport.client import (
+    READ_ATTEMPTS,
+    STATE_CHANGE_ATTEMPTS,
+    HttpClient,
+    Response,
+    backoff,
+    encode_body,
+)
+from cortex_memory.cortex.transport.endpoint import CLEARTEXT_REFUSED, is_loopback_host
+from cortex_memory.cortex.transport.failure import (
+    AUTHORIZATION_STATE_CHANGED,
+    health_reason,
+    status_failure,
+    status_text,
+    transport_failure,
+)
+from cortex_memory.cortex.transport.keys import fresh_claim, query_string, urlencode
+from cortex_memory.cortex.transport.pause import RateLimitPause
+from cortex_memory.cortex.transport.watchdog import WATCHDOG
+
+__all__ = [
+    "AUTHORIZATION_STATE_CHANGED",
+    "CLEARTEXT_REFUSED",
+    "ERROR_CAP",
+    "READ_ATTEMPTS",
+    "STATE_CHANGE_ATTEMPTS",
+    "SUCCESS_CAP",
+    "WATCHDOG",
+    "ActorCache",
+    "ActorState",
+    "HttpClient",
+    "RateLimitPause",
+    "Response",
+    "backoff",
+    "encode_body",
+    "fresh_claim",
+    "health_reason",
+    "is_loopback_host",
+    "query_string",
+    "status_failure",
+    "status_text",
+    "transport_failure",
+    "urlencode",
+]

@@ -1,0 +1,244 @@
+"""Capped body reading (engine.md §5.6).
+
+The endpoint is operator-supplied, so no response may exhaust the host's
+memory: a success body is refused from its ``Content-Length`` when that is over
+the cap, then read in pieces with the cap checked before each piece is kept,
+so a server that omits or understates the length cannot get past it. An error
+body is read lossily up to 64 KiB and never fails.
+
+The transport asks for ``Accept-Encoding: identity``; a server that compresses
+anyway is decoded here, in bounded steps, and the caps count the **decoded**
+bytes, so a small compressed body cannot inflate past them.
+
+Between pieces the exchange's :class:`~.watchdog.Watch` is consulted; when it
+has expired the read stops as a timeout. A connection whose body was read to
+the end is released to the pool; one abandoned early is closed (never drained).
+
+The reads raise the small exceptions below; the client turns them into
+messages that name the route and host.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Iterator, List, Optional, Tuple
+
+from cortex_memory.cortex.transport.failure import is_body_fault
+from cortex_memory.cortex.transport.watchdog import Watch
+
+__all__ = [
+    "ERROR_CAP",
+    "PIECE",
+    "SUCCESS_CAP",
+    "BodyCut",
+    "BodyTimeout",
+    "BodyTooLarge",
+    "BodyUndecodable",
+    "discard",
+    "read_error_body",
+    "read_success_body",
+]
+
+SUCCESS_CAP = 64 * 1024 * 1024
+"""Largest success body kept, in decoded bytes (64 MiB)."""
+
+ERROR_CAP = 64 * 1024
+"""Largest error body kept, in decoded bytes (64 KiB)."""
+
+PIECE = 64 * 1024
+"""Bytes asked of the socket (and produced by the inflater) per step."""
+
+
+class BodyTimeout(Exception):
+    """The exchange's deadline passed while the body was being read."""
+
+
+class BodyCut(Exception):
+    """The connection broke before the body was complete."""
+
+
+class BodyUndecodable(Exception):
+    """The body's content encoding is unsupported or its compressed data is corrupt."""
+
+
+class BodyTooLarge(Exception):
+    """The body is over the cap; ``declared`` is the ``Content-Length`` when that said so."""
+
+    def __init__(self, limit: int, declared: Optional[int] = None) -> None:
+        super().__init__(limit, declared)
+        self.limit = limit
+        self.declared = declared
+
+
+class _Inflater:
+    """Bounded gzip / deflate decoding: no step yields more than :data:`PIECE` bytes."""
+
+    def __init__(self, coding: str) -> None:
+        self._gzip = coding == "gzip"
+        self._first = True
+        self._obj = self._new()
+
+    def _new(self, raw: bool = False) -> Any:
+        if self._gzip:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return zlib.decompressobj(-zlib.MAX_WBITS if raw else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        try:
+            if self._first and not self._gzip:
+                self._first = False
+                try:
+                    out = self._obj.decompress(data, PIECE)
+                except zlib.error:
+                    # "deflate" is often sent raw, without the zlib wrapper.
+                    self._obj = self._new(raw=True)
+                    out = self._obj.decompress(data, PIECE)
+            else:
+                self._first = False
+                out = self._obj.decompress(data, PIECE)
+            yield out
+            while True:
+                while self._obj.unconsumed_tail:
+                    yield self._obj.decompress(self._obj.unconsumed_tail, PIECE)
+                if not (self._gzip and self._obj.eof and self._obj.unused_data):
+                    break
+                # A further gzip member follows.
+                rest = self._obj.unused_data
+                self._obj = self._new()
+                yield self._obj.decompress(rest, PIECE)
+        except zlib.error as exc:
+            raise BodyUndecodable("the compressed body is corrupt") from exc
+
+    def finish(self) -> None:
+        if not self._obj.eof:
+            raise BodyUndecodable("the compressed body ends early")
+
+
+def _coding(headers: Any) -> Tuple[Optional[str], bool]:
+    """The content coding to undo and whether it is supported."""
+    raw = headers.get("Content-Encoding")
+    if raw is None:
+        return None, True
+    codings = [c.strip().lower() for c in raw.split(",") if c.strip()]
+    codings = [c for c in codings if c != "identity"]
+    if not codings:
+        return None, True
+    if len(codings) == 1 and codings[0] in ("gzip", "x-gzip"):
+        return "gzip", True
+    if len(codings) == 1 and codings[0] == "deflate":
+        return "deflate", True
+    return None, False
+
+
+def _declared_length(headers: Any) -> Optional[int]:
+    raw = headers.get("Content-Length")
+    if raw is None:
+        return None
+    value = raw.strip()
+    if value.isascii() and value.isdigit() and len(value) <= 20:
+        return int(value)
+    return None
+
+
+def discard(response: Any) -> None:
+    """Close an abandoned response (never drain it) and hand the dead connection back."""
+    try:
+        response.close()
+    finally:
+        response.release_conn()
+
+
+def _pieces(response: Any, watch: Watch) -> Iterator[bytes]:
+    """Raw pieces of the body until it ends; raises BodyTimeout / BodyCut."""
+    while True:
+        if watch.expired():
+            raise BodyTimeout()
+        try:
+            raw = response.read(PIECE, decode_content=False)
+        except Exception as exc:
+            if not is_body_fault(exc):
+                raise
+            if watch.expired():
+                raise BodyTimeout() from exc
+            raise BodyCut(str(exc)) from exc
+        if not raw:
+            # A socket cut by the watchdog looks like a clean end to a body that
+            # runs until close; the watch tells the two apart.
+            if watch.fired:
+                raise BodyTimeout()
+            return
+        yield raw
+
+
+def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> bytes:
+    """Read a 2xx body under ``cap`` decoded bytes.
+
+    Raises :class:`BodyTooLarge` (declared or actual size over the cap),
+    :class:`BodyCut`, :class:`BodyTimeout` or :class:`BodyUndecodable`. The
+    connection is released after a full read and closed otherwise.
+    """
+    complete = False
+    try:
+        declared = _declared_length(response.headers)
+        if declared is not None and declared > cap:
+            raise BodyTooLarge(cap, declared)
+        coding, supported = _coding(response.headers)
+        if not supported:
+            raise BodyUndecodable("unsupported content encoding")
+        inflater = _Inflater(coding) if coding else None
+        parts: List[bytes] = []
+        total = 0
+        for raw in _pieces(response, watch):
+            for piece in inflater.feed(raw) if inflater else (raw,):
+                if total + len(piece) > cap:
+                    raise BodyTooLarge(cap)
+                parts.append(piece)
+                total += len(piece)
+        complete = True
+        if inflater is not None:
+            inflater.finish()
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+    finally:
+        if complete:
+            response.release_conn()
+        else:
+            discard(response)
+
+
+def read_error_body(response: Any, watch: Watch, cap: int = ERROR_CAP) -> bytes:
+    """Read up to ``cap`` decoded bytes of an error body; never raises for the body's sake.
+
+    A read that fails or times out keeps what arrived; an undecodable
+    compressed body falls back to its raw bytes.
+    """
+    parts: List[bytes] = []
+    total = 0
+    complete = False
+    try:
+        coding, supported = _coding(response.headers)
+        inflater = _Inflater(coding) if coding and supported else None
+        try:
+            for raw in _pieces(response, watch):
+                pieces = inflater.feed(raw) if inflater else (raw,)
+                try:
+                    for piece in pieces:
+                        room = cap - total
+                        parts.append(piece[:room])
+                        total += min(len(piece), room)
+                        if total >= cap:
+                            return b"".join(parts)
+                except BodyUndecodable:
+                    inflater = None
+                    parts.append(raw[: cap - total])
+                    total = min(cap, total + len(raw))
+                    if total >= cap:
+                        return b"".join(parts)
+            complete = True
+        except (BodyCut, BodyTimeout):
+            pass
+        return b"".join(parts)
+    finally:
+        if complete:
+            response.release_conn()
+        else:
+            discard(response)

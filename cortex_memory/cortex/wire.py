@@ -1,0 +1,170 @@
+"""The two HTTP surfaces of CortexDB: Direct (``/v1/*``) and hosted (``/memory/*``).
+
+:class:`CortexWire` names the surface (its ``id`` is the engine id,
+``cortexdb`` or ``tinyhumans``) and holds what differs between them: the
+route table (engine.md §6.1), the per-wire rules (§6.2: the actor header, the
+hosted ``Idempotency-Key`` claims, bulk writes, how an unset answer instruction
+is sent) and the hosted ``{"success", "data"}`` unwrap.
+
+Routes carry no leading ``/``; the transport joins them to the endpoint. The
+engine descriptors (which need contract types) live with the engine.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Dict, NamedTuple, Optional, Tuple
+
+from cortex_memory.errors import EngineError, UnsupportedError
+
+__all__ = [
+    "CORTEXDB_ENGINE_ID",
+    "CORTEX_API_ENDPOINT",
+    "HOSTED_HEALTH_PREFIX",
+    "TINYHUMANS_API_ENDPOINT",
+    "TINYHUMANS_ENGINE_ID",
+    "CortexWire",
+    "Route",
+    "Unwrapped",
+    "unwrap_hosted",
+]
+
+CORTEXDB_ENGINE_ID = "cortexdb"
+TINYHUMANS_ENGINE_ID = "tinyhumans"
+CORTEX_API_ENDPOINT = "https://api-v1.cortexdb.ai"
+TINYHUMANS_API_ENDPOINT = "https://api.tinyhumans.ai"
+
+HOSTED_HEALTH_PREFIX = "tmh:probe"
+"""The hosted health probe lists scopes under this prefix (sent ``tmh%3Aprobe``)."""
+
+
+class Route(enum.Enum):
+    """Every call the engine can make; :meth:`CortexWire.route` gives its path."""
+
+    EXPERIENCE = "experience"
+    BULK = "bulk"
+    EVENTS = "events"
+    RECALL = "recall"
+    FORGET = "forget"
+    ANSWER = "answer"
+    HEALTH = "health"
+    SCOPES = "scopes"
+    WHOAMI = "whoami"
+    BELIEFS_BUILD = "beliefs_build"
+    BELIEFS = "beliefs"
+    # Later (engine.md §14): kept so the table is complete.
+    REGISTER_SCOPE = "register_scope"
+    SCOPE_MEMBERS = "scope_members"
+    ERASURES = "erasures"
+    ERASE_ALL = "erase_all"
+    VERSION = "version"
+
+
+# (Direct, hosted); None = never sent on that wire.
+_ROUTES: Dict[Route, Tuple[Optional[str], Optional[str]]] = {
+    Route.EXPERIENCE: ("v1/experience", "memory/experience"),
+    Route.BULK: ("v1/experience/bulk", None),
+    Route.EVENTS: ("v1/events", "memory/events"),
+    Route.RECALL: ("v1/recall", "memory/recall"),
+    Route.FORGET: ("v1/forget", "memory/forget"),
+    Route.ANSWER: ("v1/answer", "memory/answer"),
+    Route.HEALTH: ("v1/admin/health", "memory/scopes"),
+    Route.SCOPES: ("v1/scopes/list", "memory/scopes"),
+    Route.WHOAMI: ("v1/auth/whoami", None),
+    Route.BELIEFS_BUILD: ("v1/beliefs/build", None),
+    Route.BELIEFS: ("v1/beliefs", None),
+    Route.REGISTER_SCOPE: ("v1/scopes", None),
+    Route.SCOPE_MEMBERS: ("v1/scopes/members", None),
+    Route.ERASURES: ("v1/erasures", "memory/v1/erasures"),
+    Route.ERASE_ALL: (None, "memory"),
+    Route.VERSION: ("v1/admin/version", None),
+}
+
+
+class CortexWire(enum.Enum):
+    """Which HTTP surface an engine talks to: ``DIRECT`` (``cortexdb``) or ``TINYHUMANS``."""
+
+    DIRECT = CORTEXDB_ENGINE_ID
+    TINYHUMANS = TINYHUMANS_ENGINE_ID
+
+    @property
+    def id(self) -> str:
+        """The engine id: ``cortexdb`` or ``tinyhumans``."""
+        return str(self.value)
+
+    @property
+    def hosted(self) -> bool:
+        """True for the TinyHumans hosted API."""
+        return self is CortexWire.TINYHUMANS
+
+    @property
+    def default_endpoint(self) -> str:
+        """The production endpoint of this wire."""
+        return TINYHUMANS_API_ENDPOINT if self.hosted else CORTEX_API_ENDPOINT
+
+    @property
+    def sends_actor(self) -> bool:
+        """Direct requests carry ``X-Cortex-Actor``; the hosted backend names the actor itself."""
+        return not self.hosted
+
+    @property
+    def claims_posts(self) -> bool:
+        """Hosted POSTs sent once carry a fresh ``Idempotency-Key``; Direct never sends one."""
+        return self.hosted
+
+    @property
+    def writes_bulk(self) -> bool:
+        """Direct accepts bulk writes; hosted writes one event per request."""
+        return not self.hosted
+
+    @property
+    def sends_null_instructions(self) -> bool:
+        """Direct sends an unset ``answer_instructions`` as ``null``; hosted omits it.
+
+        (The hosted schema refuses ``null`` with 400 ``VALIDATION_ERROR``.)
+        """
+        return not self.hosted
+
+    def has_route(self, route: Route) -> bool:
+        """True when ``route`` is ever sent on this wire."""
+        return _ROUTES[route][1 if self.hosted else 0] is not None
+
+    def route(self, route: Route) -> str:
+        """The path of ``route`` on this wire; ``UnsupportedError`` when the wire has none."""
+        path = _ROUTES[route][1 if self.hosted else 0]
+        if path is None:
+            raise UnsupportedError(f"the {self.id} API has no {route.value} route")
+        return path
+
+    def health_route(self) -> str:
+        """The health probe (with its query): Direct's health route; hosted, a scope listing."""
+        if self.hosted:
+            return "memory/scopes?prefix=tmh%3Aprobe&limit=1"
+        return self.route(Route.HEALTH)
+
+    def __repr__(self) -> str:
+        return f"CortexWire.{self.name}"
+
+
+class Unwrapped(NamedTuple):
+    """A hosted 2xx body: ``ok`` with its ``data``, or a ``success: false`` refusal."""
+
+    ok: bool
+    data: object
+
+
+def unwrap_hosted(body: object, where: str) -> Unwrapped:
+    """Unwrap a parsed hosted 2xx body.
+
+    ``{"success": true, "data": x}`` → ``Unwrapped(True, x)``; ``success: false``
+    → ``Unwrapped(False, body)`` (the caller maps it as a hosted failure with
+    the 2xx status); a missing ``data``, or a missing or non-boolean
+    ``success``, is ``EngineError``. ``where`` names the route and host.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("success"), bool):
+        raise EngineError(f"{where} answered without the success envelope")
+    if body["success"] is False:
+        return Unwrapped(False, body)
+    if "data" not in body:
+        raise EngineError(f"{where} answered success without a data field")
+    return Unwrapped(True, body["data"])
