@@ -66,6 +66,19 @@ class ChunkInfo:
     pages: Optional[Tuple[int, int]] = None
     section: Optional[str] = None
 
+    def location(self) -> Tuple[str, ...]:
+        """``page:N`` or ``page:A-B`` (when paged), then ``section:<title>`` (when set).
+
+        Written as readable labels, and added to the tags of a piece's hit on read.
+        """
+        out: List[str] = []
+        if self.pages is not None:
+            first, last = self.pages
+            out.append(f"page:{first}" if first == last else f"page:{first}-{last}")
+        if self.section is not None:
+            out.append("section:" + self.section)
+        return tuple(out)
+
     def to_json(self) -> Dict[str, Any]:
         """The wire object, members in order."""
         out: Dict[str, Any] = {"index": self.index, "count": self.count}

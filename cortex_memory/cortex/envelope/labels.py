@@ -52,9 +52,7 @@ MAX_READABLE_BYTES = 256
 _SURELY_SHORT = MAX_READABLE_BYTES // 4
 
 # thread- + a lowercase canonical UUID: the threads an app mints itself.
-_APP_THREAD = re.compile(
-    r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-)
+_APP_THREAD = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def item_label(item_id: str) -> str:
@@ -135,13 +133,8 @@ def readable_labels(env: Envelope) -> List[str]:
         labels.append("thread:" + thread)
     if meta.file_path is not None:
         labels.append("file:" + meta.file_path)
-    chunk = env.chunk
-    if chunk is not None:
-        if chunk.pages is not None:
-            first, last = chunk.pages
-            labels.append(f"page:{first}" if first == last else f"page:{first}-{last}")
-        if chunk.section is not None:
-            labels.append("section:" + chunk.section)
+    if env.chunk is not None:
+        labels.extend(env.chunk.location())
     # A label of at most 64 characters cannot pass 256 bytes: skip the encoding.
     return [
         label
