@@ -6,6 +6,21 @@ Items, metadata, namespaces and reach, the JSON writer and the fingerprint
 
 from __future__ import annotations
 
+from cortex_memory.contract.consolidation import (
+    BELIEF_TAG,
+    CONSOLIDATED_TAG,
+    BeliefsRequest,
+    ConsolidateReceipt,
+    ConsolidateRequest,
+    ConsolidateStatus,
+)
+from cortex_memory.contract.descriptor import (
+    Consolidation,
+    EngineDescriptor,
+    EngineHealth,
+    HealthState,
+)
+from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter, path_matches
 from cortex_memory.contract.fingerprint import (
     ID_HEX_LEN,
@@ -14,6 +29,7 @@ from cortex_memory.contract.fingerprint import (
     hash_json,
     is_item_id,
 )
+from cortex_memory.contract.forget import ForgetFilter, ForgetIds, ForgetReport, ForgetTarget
 from cortex_memory.contract.items import (
     Conversation,
     Document,
@@ -63,9 +79,35 @@ from cortex_memory.contract.meta import (
     same_id,
 )
 from cortex_memory.contract.namespace import Namespace, Reach, Segment, SegmentKind, admitted_by
+from cortex_memory.contract.requests import (
+    EraseRequest,
+    ExploreRequest,
+    FetchMode,
+    FetchRequest,
+    GetRequest,
+    ListRequest,
+    RecallRequest,
+    WaitFor,
+    WriteOptions,
+)
+from cortex_memory.contract.responses import (
+    Bucket,
+    Citation,
+    EraseReport,
+    ExplorePage,
+    Exported,
+    ExportPage,
+    FetchPage,
+    Hit,
+    ListPage,
+    RecallAnswer,
+)
 from cortex_memory.contract.text import WHITE_SPACE, is_blank, trim
+from cortex_memory.contract.timehint import TimeHint
 
 __all__ = [
+    "BELIEF_TAG",
+    "CONSOLIDATED_TAG",
     "DEFAULT_SCAN_LIMIT",
     "F32",
     "ID_HEX_LEN",
@@ -78,18 +120,48 @@ __all__ = [
     "REDACTED_PREFIX",
     "SCAN_PAGE",
     "WHITE_SPACE",
+    "BeliefsRequest",
+    "Bucket",
+    "Citation",
+    "ConsolidateReceipt",
+    "ConsolidateRequest",
+    "ConsolidateStatus",
+    "Consolidation",
     "Conversation",
     "Document",
     "DocumentBody",
+    "EngineDescriptor",
+    "EngineHealth",
+    "EraseReport",
+    "EraseRequest",
+    "ExplorePage",
+    "ExploreRequest",
+    "ExportPage",
+    "Exported",
+    "Facet",
+    "FetchMode",
+    "FetchPage",
+    "FetchRequest",
+    "ForgetFilter",
+    "ForgetIds",
+    "ForgetReport",
+    "ForgetTarget",
+    "GetRequest",
+    "HealthState",
+    "Hit",
     "ItemId",
     "ItemKind",
     "Learning",
     "LearningKind",
+    "ListPage",
+    "ListRequest",
     "MemoryMeta",
     "MetaFilter",
     "Namespace",
     "ObservedActor",
     "Reach",
+    "RecallAnswer",
+    "RecallRequest",
     "Role",
     "Segment",
     "SegmentKind",
@@ -98,10 +170,13 @@ __all__ = [
     "StoreItem",
     "StoreReceipt",
     "TextBody",
+    "TimeHint",
     "ToolCallRef",
     "Turn",
     "TurnRange",
     "UriBody",
+    "WaitFor",
+    "WriteOptions",
     "admitted_by",
     "dumps",
     "fingerprint",

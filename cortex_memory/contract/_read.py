@@ -23,6 +23,7 @@ __all__ = [
     "get_f32",
     "get_int",
     "get_list",
+    "get_opt_str",
     "get_str",
     "get_str_tuple",
     "get_timestamp",
@@ -30,7 +31,6 @@ __all__ = [
     "opt_bool",
     "opt_f32",
     "opt_int",
-    "opt_str",
     "opt_timestamp",
     "require",
 ]
@@ -64,7 +64,7 @@ def get_str(o: JsonObject, key: str, what: str) -> str:
     return value
 
 
-def opt_str(o: JsonObject, key: str, what: str) -> Optional[str]:
+def get_opt_str(o: JsonObject, key: str, what: str) -> Optional[str]:
     """An optional string (missing or null gives ``None``)."""
     value = o.get(key)
     if value is None or isinstance(value, str):

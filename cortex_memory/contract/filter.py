@@ -16,12 +16,10 @@ from cortex_memory.contract._coerce import (
 )
 from cortex_memory.contract._read import (
     get_enum_tuple,
+    get_opt_str,
     get_str_tuple,
     obj,
     opt_timestamp,
-)
-from cortex_memory.contract._read import (
-    opt_str as read_opt_str,
 )
 from cortex_memory.contract.items import ItemKind
 from cortex_memory.contract.jsonfmt import format_timestamp
@@ -193,13 +191,13 @@ class MetaFilter:
             return _EMPTY
         reach = o.get("reach")
         turns = o.get("turns")
-        strings = {name: read_opt_str(o, name, "filter") for name in _STRINGS}
+        strings = {name: get_opt_str(o, name, "filter") for name in _STRINGS}
         return cls(
             reach=None if reach is None else Reach.from_json(reach),
             turns=None if turns is None else TurnRange.from_json(turns),
-            agent_id=read_opt_str(o, "agent_id", "filter"),
-            tool_call=read_opt_str(o, "tool_call", "filter"),
-            source_id=read_opt_str(o, "source_id", "filter"),
+            agent_id=get_opt_str(o, "agent_id", "filter"),
+            tool_call=get_opt_str(o, "tool_call", "filter"),
+            source_id=get_opt_str(o, "source_id", "filter"),
             kinds=get_enum_tuple(o, "kinds", "filter", ItemKind),
             sources=get_enum_tuple(o, "sources", "filter", SourceKind),
             tags_any=get_str_tuple(o, "tags_any", "filter"),

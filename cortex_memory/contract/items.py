@@ -28,12 +28,10 @@ from cortex_memory.contract._read import (
     get_enum,
     get_f32,
     get_list,
+    get_opt_str,
     get_str,
     obj,
     opt_timestamp,
-)
-from cortex_memory.contract._read import (
-    opt_str as read_opt_str,
 )
 from cortex_memory.contract.fingerprint import hash_json
 from cortex_memory.contract.jsonfmt import F32, dumps, format_timestamp
@@ -386,8 +384,8 @@ class Document(StoreItem):
             raise InvalidRequestError("document needs `body`")
         return cls(
             DocumentBody.from_json(body),
-            read_opt_str(o, "title", "document"),
-            read_opt_str(o, "mime", "document"),
+            get_opt_str(o, "title", "document"),
+            get_opt_str(o, "mime", "document"),
             _meta_of(o),
         )
 
@@ -493,7 +491,7 @@ class Learning(StoreItem):
             get_str(o, "text", "learning"),
             get_enum(o, "kind", "learning", LearningKind),
             get_f32(o, "confidence", "learning"),
-            read_opt_str(o, "evidence", "learning"),
+            get_opt_str(o, "evidence", "learning"),
             _meta_of(o),
         )
 

@@ -27,14 +27,12 @@ from cortex_memory.contract._coerce import (
 from cortex_memory.contract._enum import WireEnum
 from cortex_memory.contract._read import (
     get_int,
+    get_opt_str,
     get_str,
     get_str_tuple,
     obj,
     opt_bool,
     opt_timestamp,
-)
-from cortex_memory.contract._read import (
-    opt_str as read_opt_str,
 )
 from cortex_memory.contract.jsonfmt import format_timestamp
 from cortex_memory.contract.namespace import Namespace
@@ -102,7 +100,7 @@ class Source:
         kind = o.get("kind")
         return cls(
             SourceKind.AGENT if kind is None else SourceKind.parse(kind, "source kind"),
-            read_opt_str(o, "id", "meta.source"),
+            get_opt_str(o, "id", "meta.source"),
         )
 
 
@@ -155,7 +153,7 @@ class ToolCallRef:
     def from_json(cls, value: object) -> ToolCallRef:
         """Read ``{name, id?}``."""
         o = obj(value, "tool call")
-        return cls(get_str(o, "name", "tool call"), read_opt_str(o, "id", "tool call"))
+        return cls(get_str(o, "name", "tool call"), get_opt_str(o, "id", "tool call"))
 
 
 @dataclass(frozen=True)
@@ -182,7 +180,7 @@ class ObservedActor:
         o = obj(value, "meta.observed_actor")
         return cls(
             get_str(o, "id", "meta.observed_actor"),
-            read_opt_str(o, "name", "meta.observed_actor"),
+            get_opt_str(o, "name", "meta.observed_actor"),
         )
 
 
@@ -300,11 +298,11 @@ class MemoryMeta:
         call = o.get("tool_call")
         source = o.get("source")
         actor = o.get("observed_actor")
-        strings = {name: read_opt_str(o, name, "meta") for name in _META_STRINGS}
+        strings = {name: get_opt_str(o, name, "meta") for name in _META_STRINGS}
         return cls(
             namespace=_ROOT if ns is None else Namespace.from_json(ns),
             turns=None if turns is None else TurnRange.from_json(turns),
-            agent_id=read_opt_str(o, "agent_id", "meta"),
+            agent_id=get_opt_str(o, "agent_id", "meta"),
             tool_call=None if call is None else ToolCallRef.from_json(call),
             source=_DEFAULT_SOURCE if source is None else Source.from_json(source),
             tags=get_str_tuple(o, "tags", "meta"),

@@ -1,0 +1,128 @@
+"""Forgetting: by ids (anywhere) or by filter (inside its reach), and the report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Tuple
+
+from cortex_memory.contract._coerce import req_int, req_type, set_attr, str_tuple
+from cortex_memory.contract._enum import quote
+from cortex_memory.contract._read import get_int, get_str_tuple, obj
+from cortex_memory.contract.filter import MetaFilter
+from cortex_memory.contract.items import ItemId
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = ["ForgetFilter", "ForgetIds", "ForgetReport", "ForgetTarget"]
+
+
+class _TargetFactories(type):
+    """Puts the ``ForgetTarget.ids(...)`` / ``ForgetTarget.filter(...)`` factories
+    on the class object only.
+
+    The variants hold fields named ``ids`` and ``filter``; classmethods of the
+    same names on the shared base would clash with them. Methods of the
+    metaclass are visible on the classes and invisible on instances, so
+    ``ForgetTarget.ids([...])`` builds a target while ``target.ids`` is the field.
+    """
+
+    def ids(cls, ids: Iterable[ItemId]) -> ForgetIds:
+        """Forget these ids wherever they live."""
+        return ForgetIds(tuple(ids))
+
+    def filter(cls, flt: MetaFilter) -> ForgetFilter:
+        """Forget everything ``flt`` admits, confined by its reach."""
+        return ForgetFilter(flt)
+
+
+class ForgetTarget(metaclass=_TargetFactories):
+    """What to forget: :class:`ForgetIds` or :class:`ForgetFilter` (externally tagged).
+
+    Build one with ``ForgetTarget.ids([...])`` or ``ForgetTarget.filter(flt)``.
+    """
+
+    __slots__ = ()
+
+    def validate(self) -> None:
+        """Raise ``InvalidRequestError`` when an engine must refuse this target."""
+        raise NotImplementedError  # pragma: no cover
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{"ids": [...]}`` or ``{"filter": {...}}``."""
+        raise NotImplementedError  # pragma: no cover
+
+    @staticmethod
+    def from_json(value: object) -> ForgetTarget:
+        """Read ``{"ids": [...]}`` or ``{"filter": {...}}`` (exactly one key)."""
+        o = obj(value, "forget target")
+        if len(o) == 1:
+            if "ids" in o:
+                return ForgetIds(get_str_tuple(o, "ids", "forget target", required=True))
+            if "filter" in o:
+                return ForgetFilter(MetaFilter.from_json(o["filter"]))
+        keys = ", ".join(quote(k) for k in o) or "none"
+        raise InvalidRequestError(
+            f"forget target must be {{\"ids\": ...}} or {{\"filter\": ...}}, got keys {keys}"
+        )
+
+
+@dataclass(frozen=True)
+class ForgetIds(ForgetTarget):
+    """Forget these ids wherever they live (sandboxes included); unknown ids are skipped."""
+
+    ids: Tuple[ItemId, ...]
+
+    def __post_init__(self) -> None:
+        set_attr(self, "ids", str_tuple(self, "ids", self.ids))
+
+    def validate(self) -> None:
+        """Refuse an empty list of ids."""
+        if not self.ids:
+            raise InvalidRequestError("forget needs at least one id")
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{"ids": [...]}``."""
+        return {"ids": list(self.ids)}
+
+
+@dataclass(frozen=True)
+class ForgetFilter(ForgetTarget):
+    """Forget everything the filter admits, confined by its reach.
+
+    A filter holding only a reach is not empty: it means everything in reach.
+    """
+
+    filter: MetaFilter
+
+    def __post_init__(self) -> None:
+        req_type(self, "filter", MetaFilter, self.filter)
+
+    def validate(self) -> None:
+        """Refuse the empty filter, which would mean everything."""
+        if self.filter.is_empty():
+            raise InvalidRequestError(
+                "forget refuses an empty filter, which would mean everything"
+            )
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{"filter": {...}}``."""
+        return {"filter": self.filter.to_json()}
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """How many items were actually removed ↔ ``{forgotten}``."""
+
+    forgotten: int
+
+    def __post_init__(self) -> None:
+        req_int(self, "forgotten", self.forgotten)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{forgotten}``."""
+        return {"forgotten": self.forgotten}
+
+    @classmethod
+    def from_json(cls, value: object) -> ForgetReport:
+        """Read ``{forgotten}``."""
+        o = obj(value, "forget report")
+        return cls(get_int(o, "forgotten", "forget report"))

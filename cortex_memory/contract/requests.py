@@ -1,0 +1,500 @@
+"""What callers ask engines: recall, fetch, list, get, explore, erase, write options.
+
+Every request is a frozen dataclass whose ``validate()`` raises
+``InvalidRequestError`` with the contract's message; engines call it first so
+all of them refuse the same bad call the same way. Construction never checks
+these rules (the conformance suite builds bad requests on purpose).
+Constructor argument order puts required fields first; JSON keys follow the
+wire order of contract.md §8.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Iterable, Optional, Tuple
+
+from cortex_memory.contract._coerce import (
+    enum_member,
+    enum_tuple,
+    opt_str,
+    opt_type,
+    req_bool,
+    req_int,
+    req_str,
+    req_type,
+    set_attr,
+    str_tuple,
+)
+from cortex_memory.contract._enum import WireEnum
+from cortex_memory.contract._read import (
+    get_bool,
+    get_enum,
+    get_enum_tuple,
+    get_int,
+    get_opt_str,
+    get_str,
+    get_str_tuple,
+    obj,
+    opt_int,
+    require,
+)
+from cortex_memory.contract.facet import Facet
+from cortex_memory.contract.filter import MetaFilter
+from cortex_memory.contract.items import ItemId, ItemKind
+from cortex_memory.contract.limits import (
+    DEFAULT_SCAN_LIMIT,
+    MAX_BUCKETS,
+    MAX_GET_IDS,
+    MAX_SCAN_LIMIT,
+)
+from cortex_memory.contract.namespace import Reach
+from cortex_memory.contract.text import is_blank
+from cortex_memory.contract.timehint import TimeHint
+from cortex_memory.errors import InvalidRequestError
+
+__all__ = [
+    "EraseRequest",
+    "ExploreRequest",
+    "FetchMode",
+    "FetchRequest",
+    "GetRequest",
+    "ListRequest",
+    "RecallRequest",
+    "WaitFor",
+    "WriteOptions",
+]
+
+_EMPTY_FILTER = MetaFilter()
+
+
+def _filter_of(o: Dict[str, Any]) -> MetaFilter:
+    value = o.get("filter")
+    return _EMPTY_FILTER if value is None else MetaFilter.from_json(value)
+
+
+def _hint_of(o: Dict[str, Any]) -> Optional[TimeHint]:
+    value = o.get("refers_to")
+    return None if value is None else TimeHint.from_json(value)
+
+
+class FetchMode(WireEnum):
+    """How ``fetch`` ranks: by words, by meaning, or both."""
+
+    KEYWORD = "keyword"
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+
+
+class WaitFor(WireEnum):
+    """How long a store waits: until accepted, or until visible to reads (default)."""
+
+    ACCEPTED = "accepted"
+    VISIBLE = "visible"
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Options of a write ↔ ``{wait}``."""
+
+    wait: WaitFor = WaitFor.VISIBLE
+
+    def __post_init__(self) -> None:
+        if type(self.wait) is not WaitFor:
+            set_attr(self, "wait", enum_member(self, "wait", WaitFor, self.wait))
+
+    @classmethod
+    def accepted(cls) -> WriteOptions:
+        """Return once the write is durably accepted."""
+        return cls(WaitFor.ACCEPTED)
+
+    @classmethod
+    def visible(cls) -> WriteOptions:
+        """Return once the write can be read back (the default)."""
+        return cls(WaitFor.VISIBLE)
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{wait}``."""
+        return {"wait": self.wait.value}
+
+    @classmethod
+    def from_json(cls, value: object) -> WriteOptions:
+        """Read ``{wait?}`` (default visible)."""
+        o = obj(value, "write options")
+        wait = o.get("wait")
+        return cls(WaitFor.VISIBLE if wait is None else WaitFor.parse(wait, "wait"))
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """A question to answer from memory.
+
+    ↔ ``{question, filter, limit, instructions?, refers_to?}``.
+    """
+
+    question: str
+    limit: int
+    filter: MetaFilter = _EMPTY_FILTER
+    instructions: Optional[str] = None
+    refers_to: Optional[TimeHint] = None
+
+    def __post_init__(self) -> None:
+        req_str(self, "question", self.question)
+        req_int(self, "limit", self.limit)
+        req_type(self, "filter", MetaFilter, self.filter)
+        opt_str(self, "instructions", self.instructions)
+        opt_type(self, "refers_to", TimeHint, self.refers_to)
+
+    @classmethod
+    def new(cls, question: str, limit: int) -> RecallRequest:
+        """A recall over everything (empty filter), nothing optional set."""
+        return cls(question, limit)
+
+    def with_filter(self, flt: MetaFilter) -> RecallRequest:
+        """A copy with ``filter``."""
+        return replace(self, filter=flt)
+
+    def with_instructions(self, instructions: Optional[str]) -> RecallRequest:
+        """A copy steered by ``instructions``."""
+        return replace(self, instructions=instructions)
+
+    def with_refers_to(self, hint: Optional[TimeHint]) -> RecallRequest:
+        """A copy with a time hint."""
+        return replace(self, refers_to=hint)
+
+    def validate(self) -> None:
+        """Refuse a blank question, a limit of 0 and an invalid time hint."""
+        if is_blank(self.question):
+            raise InvalidRequestError("recall question must not be empty")
+        if self.limit <= 0:
+            raise InvalidRequestError("recall limit must be positive")
+        if self.refers_to is not None:
+            self.refers_to.validate()
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{question, filter, limit, instructions?, refers_to?}``."""
+        out: Dict[str, Any] = {
+            "question": self.question,
+            "filter": self.filter.to_json(),
+            "limit": self.limit,
+        }
+        if self.instructions is not None:
+            out["instructions"] = self.instructions
+        if self.refers_to is not None:
+            out["refers_to"] = self.refers_to.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> RecallRequest:
+        """Read the wire object (``filter`` defaults to the empty filter)."""
+        o = obj(value, "recall request")
+        return cls(
+            get_str(o, "question", "recall request"),
+            get_int(o, "limit", "recall request"),
+            _filter_of(o),
+            get_opt_str(o, "instructions", "recall request"),
+            _hint_of(o),
+        )
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    """Ranked raw retrieval ↔ ``{query, mode, filter, limit, cursor?, beliefs, refers_to?,
+    max_scopes?}``.
+
+    ``validate()`` does not check the mode: engines call
+    ``descriptor().ensure_mode(mode)`` before it.
+    """
+
+    query: str
+    mode: FetchMode
+    limit: int
+    filter: MetaFilter = _EMPTY_FILTER
+    cursor: Optional[str] = None
+    beliefs: int = 0
+    refers_to: Optional[TimeHint] = None
+    max_scopes: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        req_str(self, "query", self.query)
+        if type(self.mode) is not FetchMode:
+            set_attr(self, "mode", enum_member(self, "mode", FetchMode, self.mode))
+        req_int(self, "limit", self.limit)
+        req_type(self, "filter", MetaFilter, self.filter)
+        opt_str(self, "cursor", self.cursor)
+        req_int(self, "beliefs", self.beliefs)
+        opt_type(self, "refers_to", TimeHint, self.refers_to)
+        if self.max_scopes is not None:
+            req_int(self, "max_scopes", self.max_scopes)
+
+    @classmethod
+    def new(cls, query: str, mode: FetchMode, limit: int) -> FetchRequest:
+        """A fetch over everything (empty filter), nothing optional set."""
+        return cls(query, mode, limit)
+
+    def with_filter(self, flt: MetaFilter) -> FetchRequest:
+        """A copy with ``filter``."""
+        return replace(self, filter=flt)
+
+    def with_cursor(self, cursor: Optional[str]) -> FetchRequest:
+        """A copy asking for the page at ``cursor``."""
+        return replace(self, cursor=cursor)
+
+    def with_beliefs(self, beliefs: int) -> FetchRequest:
+        """A copy asking for up to ``beliefs`` belief hits."""
+        return replace(self, beliefs=beliefs)
+
+    def with_refers_to(self, hint: Optional[TimeHint]) -> FetchRequest:
+        """A copy with a time hint (it reorders, never filters)."""
+        return replace(self, refers_to=hint)
+
+    def with_max_scopes(self, max_scopes: Optional[int]) -> FetchRequest:
+        """A copy capping how many engine scopes are read."""
+        return replace(self, max_scopes=max_scopes)
+
+    def validate(self) -> None:
+        """Refuse a blank query, a limit of 0, ``max_scopes == 0`` and an invalid hint."""
+        if is_blank(self.query):
+            raise InvalidRequestError("fetch query must not be empty")
+        if self.limit <= 0:
+            raise InvalidRequestError("fetch limit must be positive")
+        if self.beliefs < 0:
+            raise InvalidRequestError("fetch beliefs must not be negative")
+        if self.max_scopes is not None and self.max_scopes <= 0:
+            raise InvalidRequestError("fetch max_scopes must be positive")
+        if self.refers_to is not None:
+            self.refers_to.validate()
+
+    def to_json(self) -> Dict[str, Any]:
+        """The wire object; ``beliefs`` omitted when 0, options when unset."""
+        out: Dict[str, Any] = {
+            "query": self.query,
+            "mode": self.mode.value,
+            "filter": self.filter.to_json(),
+            "limit": self.limit,
+        }
+        if self.cursor is not None:
+            out["cursor"] = self.cursor
+        if self.beliefs:
+            out["beliefs"] = self.beliefs
+        if self.refers_to is not None:
+            out["refers_to"] = self.refers_to.to_json()
+        if self.max_scopes is not None:
+            out["max_scopes"] = self.max_scopes
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> FetchRequest:
+        """Read the wire object."""
+        o = obj(value, "fetch request")
+        what = "fetch request"
+        return cls(
+            get_str(o, "query", what),
+            get_enum(o, "mode", what, FetchMode),
+            get_int(o, "limit", what),
+            _filter_of(o),
+            get_opt_str(o, "cursor", what),
+            get_int(o, "beliefs", what, 0),
+            _hint_of(o),
+            opt_int(o, "max_scopes", what),
+        )
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    """Query-free paging ↔ ``{filter, limit, cursor?}``."""
+
+    filter: MetaFilter
+    limit: int
+    cursor: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        req_type(self, "filter", MetaFilter, self.filter)
+        req_int(self, "limit", self.limit)
+        opt_str(self, "cursor", self.cursor)
+
+    @classmethod
+    def new(cls, flt: MetaFilter, limit: int) -> ListRequest:
+        """The first page of ``flt``."""
+        return cls(flt, limit)
+
+    def with_cursor(self, cursor: Optional[str]) -> ListRequest:
+        """A copy asking for the page at ``cursor``."""
+        return replace(self, cursor=cursor)
+
+    def validate(self) -> None:
+        """Refuse a limit of 0."""
+        if self.limit <= 0:
+            raise InvalidRequestError("list limit must be positive")
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{filter, limit, cursor?}``."""
+        out: Dict[str, Any] = {"filter": self.filter.to_json(), "limit": self.limit}
+        if self.cursor is not None:
+            out["cursor"] = self.cursor
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> ListRequest:
+        """Read ``{filter?, limit, cursor?}``."""
+        o = obj(value, "list request")
+        return cls(
+            _filter_of(o),
+            get_int(o, "limit", "list request"),
+            get_opt_str(o, "cursor", "list request"),
+        )
+
+
+@dataclass(frozen=True)
+class GetRequest:
+    """Whole items by id ↔ ``{ids, reach?}``; ids outside the reach are left out."""
+
+    ids: Tuple[ItemId, ...]
+    reach: Optional[Reach] = None
+
+    def __post_init__(self) -> None:
+        set_attr(self, "ids", str_tuple(self, "ids", self.ids))
+        opt_type(self, "reach", Reach, self.reach)
+
+    def with_reach(self, reach: Optional[Reach]) -> GetRequest:
+        """A copy confined by ``reach``."""
+        return replace(self, reach=reach)
+
+    def validate(self) -> None:
+        """Refuse 0 or more than 200 ids, and any blank id."""
+        if not 1 <= len(self.ids) <= MAX_GET_IDS:
+            raise InvalidRequestError(f"get takes between 1 and {MAX_GET_IDS} ids")
+        for item_id in self.ids:
+            if is_blank(item_id):
+                raise InvalidRequestError("an id must not be blank")
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{ids, reach?}``."""
+        out: Dict[str, Any] = {"ids": list(self.ids)}
+        if self.reach is not None:
+            out["reach"] = self.reach.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> GetRequest:
+        """Read ``{ids, reach?}``."""
+        o = obj(value, "get request")
+        reach = o.get("reach")
+        return cls(
+            get_str_tuple(o, "ids", "get request", required=True),
+            None if reach is None else Reach.from_json(reach),
+        )
+
+
+@dataclass(frozen=True)
+class ExploreRequest:
+    """Facet counts ↔ ``{facet, filter, limit, scan_limit}``."""
+
+    facet: Facet
+    limit: int
+    filter: MetaFilter = _EMPTY_FILTER
+    scan_limit: int = DEFAULT_SCAN_LIMIT
+
+    def __post_init__(self) -> None:
+        if type(self.facet) is not Facet:
+            set_attr(self, "facet", enum_member(self, "facet", Facet, self.facet))
+        req_int(self, "limit", self.limit)
+        req_type(self, "filter", MetaFilter, self.filter)
+        req_int(self, "scan_limit", self.scan_limit)
+
+    @classmethod
+    def new(cls, facet: Facet, limit: int) -> ExploreRequest:
+        """Count ``facet`` over everything, scanning at most 5000 items."""
+        return cls(facet, limit)
+
+    def with_filter(self, flt: MetaFilter) -> ExploreRequest:
+        """A copy with ``filter``."""
+        return replace(self, filter=flt)
+
+    def with_scan_limit(self, scan_limit: int) -> ExploreRequest:
+        """A copy scanning at most ``scan_limit`` items."""
+        return replace(self, scan_limit=scan_limit)
+
+    def validate(self) -> None:
+        """Refuse a limit outside 1..=500 and a scan_limit outside 1..=50 000."""
+        if not 1 <= self.limit <= MAX_BUCKETS:
+            raise InvalidRequestError(f"explore limit must be between 1 and {MAX_BUCKETS}")
+        if not 1 <= self.scan_limit <= MAX_SCAN_LIMIT:
+            raise InvalidRequestError(
+                f"explore scan_limit must be between 1 and {MAX_SCAN_LIMIT}"
+            )
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{facet, filter, limit, scan_limit}``."""
+        return {
+            "facet": self.facet.value,
+            "filter": self.filter.to_json(),
+            "limit": self.limit,
+            "scan_limit": self.scan_limit,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> ExploreRequest:
+        """Read the wire object (``scan_limit`` 5000 when absent)."""
+        o = obj(value, "explore request")
+        what = "explore request"
+        return cls(
+            get_enum(o, "facet", what, Facet),
+            get_int(o, "limit", what),
+            _filter_of(o),
+            get_int(o, "scan_limit", what, DEFAULT_SCAN_LIMIT),
+        )
+
+
+@dataclass(frozen=True)
+class EraseRequest:
+    """Hard delete by node(s) and kinds ↔ ``{reach, kinds?, whole_tree}``.
+
+    ``inherit`` is ignored: an erase never reaches up. Empty ``kinds`` means all.
+    """
+
+    reach: Reach
+    kinds: Tuple[ItemKind, ...] = ()
+    whole_tree: bool = False
+
+    def __post_init__(self) -> None:
+        req_type(self, "reach", Reach, self.reach)
+        if type(self.kinds) is not tuple or self.kinds:
+            set_attr(self, "kinds", enum_tuple(self, "kinds", ItemKind, self.kinds))
+        req_bool(self, "whole_tree", self.whole_tree)
+
+    @classmethod
+    def new(cls, reach: Reach) -> EraseRequest:
+        """Erase every kind within ``reach``."""
+        return cls(reach)
+
+    def with_kinds(self, kinds: Iterable[ItemKind]) -> EraseRequest:
+        """A copy erasing only ``kinds``."""
+        return replace(self, kinds=tuple(kinds))
+
+    def with_whole_tree(self, whole_tree: bool = True) -> EraseRequest:
+        """A copy that confirms erasing the whole tree."""
+        return replace(self, whole_tree=whole_tree)
+
+    def validate(self) -> None:
+        """Refuse erasing everything (root, descendants, all kinds) without ``whole_tree``."""
+        reach = self.reach
+        if reach.at.is_root() and reach.descendants and not self.kinds and not self.whole_tree:
+            raise InvalidRequestError("erasing the whole tree needs whole_tree: true")
+
+    def to_json(self) -> Dict[str, Any]:
+        """``{reach, kinds?, whole_tree}``."""
+        out: Dict[str, Any] = {"reach": self.reach.to_json()}
+        if self.kinds:
+            out["kinds"] = [k.value for k in self.kinds]
+        out["whole_tree"] = self.whole_tree
+        return out
+
+    @classmethod
+    def from_json(cls, value: object) -> EraseRequest:
+        """Read ``{reach, kinds?, whole_tree?}``."""
+        o = obj(value, "erase request")
+        return cls(
+            Reach.from_json(require(o, "reach", "erase request")),
+            get_enum_tuple(o, "kinds", "erase request", ItemKind),
+            get_bool(o, "whole_tree", "erase request", False),
+        )
