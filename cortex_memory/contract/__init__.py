@@ -20,6 +20,15 @@ from cortex_memory.contract.descriptor import (
     EngineHealth,
     HealthState,
 )
+from cortex_memory.contract.engine import (
+    MemoryEngine,
+    explore_by_listing,
+    explore_page_of,
+    forget_within_by_get,
+    forget_within_ids,
+    get_by_listing,
+    in_request_order,
+)
 from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter, path_matches
 from cortex_memory.contract.fingerprint import (
@@ -155,6 +164,7 @@ __all__ = [
     "LearningKind",
     "ListPage",
     "ListRequest",
+    "MemoryEngine",
     "MemoryMeta",
     "MetaFilter",
     "Namespace",
@@ -179,14 +189,20 @@ __all__ = [
     "WriteOptions",
     "admitted_by",
     "dumps",
+    "explore_by_listing",
+    "explore_page_of",
     "fingerprint",
     "fingerprint_json",
+    "forget_within_by_get",
+    "forget_within_ids",
     "format_f32",
     "format_f64",
     "format_timestamp",
     "format_timestamp_offset",
+    "get_by_listing",
     "hash_json",
     "holds_phone_number",
+    "in_request_order",
     "is_blank",
     "is_item_id",
     "parse_timestamp",

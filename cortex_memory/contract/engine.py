@@ -1,0 +1,318 @@
+"""``MemoryEngine``: the contract every engine implements, with its defaults.
+
+A minimal engine implements seven methods (``descriptor``, ``health``,
+``recall``, ``fetch``, ``store``, ``forget``, ``list``); the rest have defaults
+built on those (contract.md §3). Every method validates its request first, so
+every engine refuses the same bad call with the same ``InvalidRequestError``;
+the refusing defaults validate before they refuse.
+
+The default helpers are module functions so engines can call them directly.
+"""
+
+from __future__ import annotations
+
+import abc
+from types import TracebackType
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
+
+from cortex_memory.contract.consolidation import (
+    BeliefsRequest,
+    ConsolidateReceipt,
+    ConsolidateRequest,
+)
+from cortex_memory.contract.descriptor import EngineDescriptor, EngineHealth
+from cortex_memory.contract.facet import Facet
+from cortex_memory.contract.filter import MetaFilter
+from cortex_memory.contract.forget import ForgetIds, ForgetReport, ForgetTarget
+from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt, validate_many
+from cortex_memory.contract.limits import MAX_GET_IDS, SCAN_PAGE
+from cortex_memory.contract.namespace import Reach
+from cortex_memory.contract.requests import (
+    EraseRequest,
+    ExploreRequest,
+    FetchRequest,
+    GetRequest,
+    ListRequest,
+    RecallRequest,
+    WaitFor,
+)
+from cortex_memory.contract.responses import (
+    Bucket,
+    EraseReport,
+    ExplorePage,
+    ExportPage,
+    FetchPage,
+    Hit,
+    ListPage,
+    RecallAnswer,
+)
+from cortex_memory.contract.text import is_blank
+from cortex_memory.errors import EngineError, InvalidRequestError, UnsupportedError
+
+__all__ = [
+    "MemoryEngine",
+    "explore_by_listing",
+    "explore_page_of",
+    "forget_within_by_get",
+    "forget_within_ids",
+    "get_by_listing",
+    "in_request_order",
+]
+
+_E = TypeVar("_E", bound="MemoryEngine")
+
+
+class MemoryEngine(abc.ABC):
+    """A memory engine: stores items and reads, ranks, answers from and forgets them.
+
+    Methods block; one instance is shared safely by many threads. Engines are
+    context managers (``with engine: ...`` closes it). Subclasses may add
+    keyword-only parameters with defaults (a ``deadline``, say) to any method.
+    """
+
+    # -- the seven an engine must implement -------------------------------------
+
+    @abc.abstractmethod
+    def descriptor(self) -> EngineDescriptor:
+        """What the engine is and offers; does no I/O."""
+
+    @abc.abstractmethod
+    def health(self) -> EngineHealth:
+        """How the engine is; never raises (trouble is ``degraded`` or ``down``)."""
+
+    @abc.abstractmethod
+    def recall(self, request: RecallRequest) -> RecallAnswer:
+        """Answer a question from the items the filter admits, with citations."""
+
+    @abc.abstractmethod
+    def fetch(self, request: FetchRequest) -> FetchPage:
+        """Rank the items the filter admits, best first.
+
+        ``descriptor().ensure_mode(request.mode)`` runs before ``validate()``.
+        """
+
+    @abc.abstractmethod
+    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+        """Store an item at ``meta.namespace``; the same item again is a replay (same id).
+
+        The receipt's id is ``item.fingerprint()``. An engine without a cheaper
+        acknowledgement serves ``ACCEPTED`` as ``VISIBLE``.
+        """
+
+    @abc.abstractmethod
+    def forget(self, target: ForgetTarget) -> ForgetReport:
+        """Forget by ids (wherever they live) or by filter (inside its reach)."""
+
+    @abc.abstractmethod
+    def list(self, request: ListRequest) -> ListPage:
+        """Page through the items the filter admits; every hit's score is 0.0."""
+
+    # -- defaults -----------------------------------------------------------------
+
+    def store_many(
+        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
+    ) -> List[StoreReceipt]:
+        """Store a batch of 1..=100 items; receipts come in item order.
+
+        The default validates the whole batch, then stores each item in order
+        (passing ``wait``) and stops at the first error; items stored before it
+        stay stored, so sending the batch again gives replays.
+        """
+        batch = validate_many(items)
+        return [self.store(item, wait=wait) for item in batch]
+
+    def list_preview(self, request: ListRequest) -> ListPage:
+        """Like ``list`` (same items, order, ids, meta and cursors); ``text`` may be cut.
+
+        The default is ``list`` itself.
+        """
+        return self.list(request)
+
+    def get(self, request: GetRequest) -> List[Hit]:
+        """Whole items by id, in the order asked; unknown or out-of-reach ids are omitted."""
+        return get_by_listing(self, request)
+
+    def explore(self, request: ExploreRequest) -> ExplorePage:
+        """Count the items the filter admits by a facet."""
+        return explore_by_listing(self, request)
+
+    def forget_within(self, ids: Iterable[ItemId], reach: Reach) -> ForgetReport:
+        """Forget ``ids`` only where ``reach`` admits them, looking nowhere else."""
+        return forget_within_by_get(self, ids, reach)
+
+    def export(self, request: ListRequest) -> ExportPage:
+        """Page through the items whole (as ``StoreItem``); unsupported by default."""
+        request.validate()
+        raise UnsupportedError(f"engine `{self.descriptor().id}` does not export items")
+
+    def erase(self, request: EraseRequest) -> EraseReport:
+        """Hard-delete by node(s) and kinds; unsupported by default (callers fall back
+        to ``forget``)."""
+        request.validate()
+        raise UnsupportedError(f"engine `{self.descriptor().id}` does not erase")
+
+    def consolidate(self, request: ConsolidateRequest) -> ConsolidateReceipt:
+        """Ask for a belief build over the reach; unsupported by default."""
+        request.validate()
+        raise UnsupportedError(
+            f"engine `{self.descriptor().id}` does not consolidate memory"
+        )
+
+    def beliefs(self, request: BeliefsRequest) -> List[Hit]:
+        """Beliefs within the reach (learning hits tagged ``belief``); none by default."""
+        request.validate()
+        return []
+
+    def close(self) -> None:
+        """Release what the engine holds; the default holds nothing and does nothing."""
+        return
+
+    def __enter__(self: _E) -> _E:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------- default helpers
+
+
+def _check_progress(engine: MemoryEngine, sent: Optional[str], got: Optional[str]) -> None:
+    # A cursor that does not move would loop for ever; fail instead of hanging.
+    if got is not None and got == sent:
+        raise EngineError(f"engine `{engine.descriptor().id}` repeated a listing cursor")
+
+
+def explore_page_of(
+    facet: Facet,
+    counts: Mapping[str, int],
+    limit: int,
+    total: int,
+    missing: int,
+    truncated: bool,
+) -> ExplorePage:
+    """Build an explore page: buckets by count descending, ties by value, cut to ``limit``.
+
+    Values tie-break in UTF-8 byte order, which is code point order, so plain
+    string comparison gives it. ``more_buckets`` counts the buckets cut off.
+    """
+    ordered = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+    buckets = tuple(Bucket(value, count) for value, count in ordered[: max(limit, 0)])
+    return ExplorePage(
+        facet, buckets, total, missing, max(0, len(ordered) - limit), truncated
+    )
+
+
+def explore_by_listing(engine: MemoryEngine, request: ExploreRequest) -> ExplorePage:
+    """Explore by paging through ``engine.list`` (the default ``explore``).
+
+    Reads at most ``scan_limit`` items, 200 per page; ``truncated`` when the
+    limit was reached while a cursor remained.
+    """
+    request.validate()
+    counts: Dict[str, int] = {}
+    total = missing = read = 0
+    facet = request.facet
+    cursor: Optional[str] = None
+    truncated = False
+    while True:
+        page = engine.list(
+            ListRequest(request.filter, min(SCAN_PAGE, request.scan_limit - read), cursor)
+        )
+        for hit in page.items:
+            total += 1
+            values = facet.values(hit.kind, hit.meta)
+            if not values:
+                missing += 1
+            for value in values:
+                counts[value] = counts.get(value, 0) + 1
+        read += len(page.items)
+        _check_progress(engine, cursor, page.next_cursor)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+        if read >= request.scan_limit:
+            truncated = True
+            break
+    return explore_page_of(facet, counts, request.limit, total, missing, truncated)
+
+
+def in_request_order(ids: Sequence[ItemId], hits: Iterable[Hit]) -> List[Hit]:
+    """The hits for ``ids`` in the order asked, each id once; unknown ids are left out.
+
+    When ``hits`` holds an id twice, the first hit wins.
+    """
+    found: Dict[ItemId, Hit] = {}
+    for hit in hits:
+        found.setdefault(hit.id, hit)
+    ordered: List[Hit] = []
+    for item_id in ids:
+        if item_id in found:
+            ordered.append(found.pop(item_id))
+    return ordered
+
+
+def get_by_listing(engine: MemoryEngine, request: GetRequest) -> List[Hit]:
+    """Get by paging through ``engine.list`` under the request's reach (the default ``get``).
+
+    Stops once every asked id is found or the listing ends.
+    """
+    request.validate()
+    wanted = set(request.ids)
+    found: Dict[ItemId, Hit] = {}
+    flt = MetaFilter(reach=request.reach)
+    cursor: Optional[str] = None
+    while True:
+        page = engine.list(ListRequest(flt, SCAN_PAGE, cursor))
+        for hit in page.items:
+            if hit.id in wanted and hit.id not in found:
+                found[hit.id] = hit
+        if len(found) == len(wanted):
+            break
+        _check_progress(engine, cursor, page.next_cursor)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return in_request_order(request.ids, found.values())
+
+
+def forget_within_ids(ids: Iterable[ItemId]) -> List[ItemId]:
+    """Check the ids of a ``forget_within`` and dedupe them, keeping the first occurrence.
+
+    No ids is refused as ``ForgetIds`` refuses it; a blank id is refused too.
+    """
+    target = ForgetIds(tuple(ids))
+    target.validate()
+    unique: Dict[ItemId, None] = {}
+    for item_id in target.ids:
+        if is_blank(item_id):
+            raise InvalidRequestError("an id must not be blank")
+        unique.setdefault(item_id, None)
+    return [*unique]
+
+
+def forget_within_by_get(
+    engine: MemoryEngine, ids: Iterable[ItemId], reach: Reach
+) -> ForgetReport:
+    """Forget ``ids`` only inside ``reach`` (the default ``forget_within``).
+
+    Looks the ids up with ``engine.get`` under ``reach`` (200 at a time) and
+    forgets only those found; when none is found, no forget is sent at all.
+    """
+    unique = forget_within_ids(ids)
+    found: List[ItemId] = []
+    for start in range(0, len(unique), MAX_GET_IDS):
+        chunk = unique[start : start + MAX_GET_IDS]
+        asked = set(chunk)
+        for hit in engine.get(GetRequest(tuple(chunk), reach)):
+            if hit.id in asked:
+                asked.discard(hit.id)
+                found.append(hit.id)
+    if not found:
+        return ForgetReport(0)
+    return engine.forget(ForgetTarget.ids(found))
