@@ -6,10 +6,12 @@ import hashlib
 import json
 from dataclasses import replace
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
 
+from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.items import ItemKind, LearningKind, Role, StoreItem, Turn
 from cortex_memory.contract.jsonfmt import dumps
 from cortex_memory.contract.meta import MemoryMeta, Source, SourceKind, ToolCallRef
@@ -27,7 +29,13 @@ from cortex_memory.cortex.envelope.codec import (
 )
 from cortex_memory.cortex.envelope.digests import path_digest
 from cortex_memory.cortex.envelope.envelope import ChunkInfo, Envelope, TurnInfo
-from cortex_memory.cortex.envelope.labels import item_label, lookup_labels, readable_labels
+from cortex_memory.cortex.envelope.labels import (
+    item_label,
+    lookup_labels,
+    narrowing,
+    readable_labels,
+)
+from cortex_memory.cortex.envelope.request import experience_request
 from cortex_memory.errors import InvalidRequestError
 
 TEA_ID = "126a17b5bee85d0816f1fcdf6269c39c791aff3f"  # contract.md §5.4
@@ -421,3 +429,68 @@ def test_turn_time_with_nanoseconds_is_read() -> None:
     assert env is not None
     assert env.turn is not None
     assert env.turn.at == datetime(2025, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc)
+
+
+# ------------------------------------------------------------------ narrowing
+
+
+def test_narrowing_takes_the_first_set_field_only() -> None:
+    both = MetaFilter(thread_id="t1", repo="o/r", language="en", sources=(SourceKind.FILE,))
+    assert narrowing(both) == ["tm:t:" + h16("t1")]
+    assert narrowing(MetaFilter(repo="o/r", agent_id="a")) == ["tm:r:" + h16("o/r")]
+    assert narrowing(MetaFilter(agent_id="a", language="en")) == ["tm:a:" + h16("a")]
+    assert narrowing(MetaFilter(language="en")) == ["tm:l:" + h16("en")]
+    assert narrowing(MetaFilter(source_id="s", workspace="w")) == ["tm:s:" + h16("s")]
+    assert narrowing(MetaFilter(workspace="w", agent_id="a")) == ["tm:w:" + h16("w")]
+
+
+def test_narrowing_adds_the_redacted_form_of_a_phone_number() -> None:
+    value = "+15551234567"
+    assert narrowing(MetaFilter(source_id=value)) == [
+        "tm:s:" + h16(value),
+        "tm:s:" + h16("tm-redacted:8a59780bb8cd2ba022bfa5ba2ea3b6e0"),
+    ]
+
+
+def test_narrowing_by_source_kinds_or_nothing() -> None:
+    kinds = (SourceKind.FILE, SourceKind.IMPORT, SourceKind.FILE)
+    assert narrowing(MetaFilter(sources=kinds)) == ["tm:k:" + h16("file"), "tm:k:" + h16("import")]
+    assert narrowing(MetaFilter()) == []
+    assert narrowing(MetaFilter(folder="/a", file_path="/a/b", tags_any=("x",))) == []
+    assert narrowing(MetaFilter(kinds=(ItemKind.DOCUMENT,))) == []
+
+
+@pytest.mark.parametrize(
+    ("meta", "flt"),
+    [
+        (MemoryMeta(workspace="/Users/ann/w"), MetaFilter(workspace="/Users/ann/w")),
+        (MemoryMeta(workspace="handbook"), MetaFilter(workspace="handbook")),
+        (MemoryMeta(thread_id="+15551234567"), MetaFilter(thread_id="+15551234567")),
+        (MemoryMeta(agent_id="writer"), MetaFilter(agent_id="writer")),
+        (MemoryMeta.from_source(SourceKind.IMPORT), MetaFilter(sources=(SourceKind.IMPORT,))),
+    ],
+)
+def test_narrowing_labels_are_carried_by_matching_events(meta: MemoryMeta, flt: MetaFilter) -> None:
+    labels = encode_checked(one(StoreItem.document("body", meta))).labels
+    assert set(narrowing(flt)) & set(labels)
+
+
+def test_worked_example_of_docs_wire_md() -> None:
+    meta = MemoryMeta(
+        namespace=Namespace.parse("team:acme/agent:writer"),
+        workspace="/Users/ann/work",
+        file_path="/Users/ann/notes/prefs.md",
+        language="en",
+        agent_id="writer",
+    )
+    env = one(StoreItem.learning("prefers helix", LearningKind.PREFERENCE, 0.8, meta))
+    assert env.id == "54c865e9dd8b36846f0f680d1e9d3a01fe1c9836"
+    enc = encode_checked(env)
+    assert enc.text == "prefers helix"
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text(encoding="utf-8")
+    block = doc.split("## 9. Worked example")[1].split("```")[1]
+    documented = [line.split("  ")[0] for line in block.strip().splitlines()]
+    assert documented == list(enc.labels)
+    request = experience_request(env, enc)
+    assert request.scope == "app:tinymemory/team:acme/agent:writer/app:learnings"
+    assert request.idempotency_key in doc

@@ -169,8 +169,10 @@ def from_labels(text: str, labels: Sequence[str]) -> Optional[Envelope]:
     ``v == 3``; its text is the event's ``content.text``.
     """
     parts: List[Tuple[int, str]] = []
+    in_order = True
     for label in labels:
-        if not label.startswith(PART_TAG):
+        # Labels come from the server: anything that is not a string is not a part.
+        if type(label) is not str or not label.startswith(PART_TAG):
             continue
         colon = label.find(":", _PART_TAG_LEN)
         if colon == -1:
@@ -178,15 +180,18 @@ def from_labels(text: str, labels: Sequence[str]) -> Optional[Envelope]:
         number = label[_PART_TAG_LEN:colon]
         if not number.isdigit() or not number.isascii() or len(number) > _MAX_PART_DIGITS:
             return None
-        parts.append((int(number), label[colon + 1 :]))
+        index = int(number)
+        if index != len(parts):
+            in_order = False
+        parts.append((index, label[colon + 1 :]))
     if not parts:
         return None
     # Written in order; only sort (stable, by number) when they arrive otherwise.
-    if any(parts[i][0] != i for i in range(len(parts))):
+    if not in_order:
         parts.sort(key=_number)
         if any(parts[i][0] != i for i in range(len(parts))):
             return None
-    env = parse_envelope(_load("".join(piece for _, piece in parts)), text=text)
+    env = parse_envelope(_load("".join([piece for _, piece in parts])), text=text)
     if env is None or env.v != 3:
         return None
     return env
@@ -200,7 +205,7 @@ def decode_event(event: object) -> Optional[Envelope]:
     """The envelope of a listed or recalled event, or None when the event is not ours.
 
     The event needs a string ``id`` and a string ``content.text``; v3 is tried from
-    ``context.labels`` (non-string labels are ignored), then v2 from the text.
+    ``context.labels`` (labels that are not strings are ignored), then v2 from the text.
     """
     if type(event) is not dict:
         return None
@@ -213,7 +218,7 @@ def decode_event(event: object) -> Optional[Envelope]:
     context = event.get("context")
     labels = context.get("labels") if type(context) is dict else None
     if type(labels) is list and labels:
-        env = from_labels(text, [label for label in labels if type(label) is str])
+        env = from_labels(text, labels)
         if env is not None:
             return env
     return decode(text)

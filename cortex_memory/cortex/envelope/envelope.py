@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, TypeVar
 
 from cortex_memory.contract.items import ItemKind, LearningKind, Role
 from cortex_memory.contract.jsonfmt import F32, format_timestamp, parse_timestamp, to_f32
@@ -25,6 +25,8 @@ __all__ = [
     "TurnInfo",
     "parse_envelope",
 ]
+
+_E = TypeVar("_E")
 
 U32_MAX = 0xFFFF_FFFF
 """Indexes and counts are u32 on the wire."""
@@ -155,6 +157,12 @@ class Envelope:
         return out
 
 
+# Enum lookups by wire string without Enum.__call__ (a measurable share of decoding).
+_KINDS = {kind.value: kind for kind in ItemKind}
+_ROLES = {role.value: role for role in Role}
+_LEARNING_KINDS = {kind.value: kind for kind in LearningKind}
+
+
 class _NotOurs(Exception):
     """An object that is not an envelope (never escapes this package)."""
 
@@ -189,7 +197,7 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
     own_text = _str(o, "text")
     return Envelope(
         id=_str(o, "id"),
-        kind=ItemKind(_str(o, "kind")),
+        kind=_member(_KINDS, o.get("kind")),
         text=own_text if text is None else text,
         meta=MemoryMeta.from_json(_obj(o.get("meta"))),
         ws=_opt_str(o, "ws"),
@@ -197,7 +205,7 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
         fd=_str_tuple(o.get("fd")),
         title=_opt_str(o, "title"),
         mime=_opt_str(o, "mime"),
-        learning_kind=None if learning_kind is None else LearningKind(learning_kind),
+        learning_kind=None if learning_kind is None else _member(_LEARNING_KINDS, learning_kind),
         confidence=confidence,
         evidence=_opt_str(o, "evidence"),
         turn=_turn(o.get("turn")),
@@ -220,7 +228,7 @@ def _turn(value: object) -> Optional[TurnInfo]:
     return TurnInfo(
         index=_u32(o.get("index")),
         count=_u32(o.get("count")),
-        role=Role(_str(o, "role")),
+        role=_member(_ROLES, o.get("role")),
         # Other writers may keep nanoseconds; a datetime holds microseconds.
         at=None if at is None else parse_timestamp(at, truncate=True),
         tool_calls=tool_calls,
@@ -243,6 +251,13 @@ def _chunk(value: object) -> Optional[ChunkInfo]:
         pages=pages,
         section=_opt_str(o, "section"),
     )
+
+
+def _member(members: Dict[str, _E], value: object) -> _E:
+    member = members.get(value) if type(value) is str else None
+    if member is None:
+        raise _NotOurs
+    return member
 
 
 def _obj(value: object) -> Dict[str, Any]:
