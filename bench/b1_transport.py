@@ -29,12 +29,12 @@ import urllib3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import measure, print_table, python, serve, write_result  # noqa: E402
+from _common import measure, print_table, python, serve, write_result
 
-from cortex_memory.cortex import CortexCredential, CortexWire  # noqa: E402
-from cortex_memory.cortex.transport import HttpClient  # noqa: E402
+from cortex_memory.cortex import CortexCredential, CortexWire
+from cortex_memory.cortex.transport import HttpClient
 
-TOKEN = "ctx_bench_token"  # noqa: S105 - a benchmark value, not a secret
+TOKEN = "ctx_bench_token"  # a benchmark value, not a secret
 ACTOR = "user:local"
 EVENTS_ROUTE = "v1/events?scope=app%3Atinymemory%2Fapp%3Adocuments&limit=200"
 PAGE = {

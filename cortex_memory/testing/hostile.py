@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import gzip as _gzip
 import json as _json
+import re
 import socket
 import threading
 import zlib
@@ -57,6 +58,8 @@ _HOST = "127.0.0.1"
 _MAX_HEAD = 1024 * 1024
 _MAX_BODY = 256 * 1024 * 1024
 _CLOSE = ("Connection", "close")
+# What the start of an HTTP request can look like: a method token, then a space.
+_HTTP_START = re.compile(rb"[A-Z]{0,16}(?: |$)")
 _DRIP_GAP = 0.05  # seconds between the pieces of a slow body
 _JOIN = 5.0  # seconds close() waits for each thread
 
@@ -304,6 +307,11 @@ class _RawServer:
             if not chunk:
                 return None
             buffer += chunk
+            if _HTTP_START.match(buffer) is None:
+                # Not HTTP (a TLS ClientHello, say): answer like a plain HTTP
+                # server would, so the client fails fast instead of waiting.
+                self._send(conn, _complete(400, [_CLOSE], b"", None))
+                return None
         end = buffer.index(b"\r\n\r\n") + 4
         head = bytes(buffer[:end])
         lines = head[:-4].decode("latin-1").split("\r\n")
@@ -370,6 +378,10 @@ def _normalise_headers(
     return [(str(k), str(v)) for k, v in headers]
 
 
+def _says_close(headers: Iterable[Tuple[str, str]]) -> bool:
+    return any(n.lower() == "connection" and v.lower() == "close" for n, v in headers)
+
+
 def _body_bytes(body: Any) -> Tuple[bytes, Optional[str]]:
     if body is None:
         return b"", None
@@ -409,8 +421,9 @@ class LoopbackServer(_RawServer):
         except Exception as exc:  # a broken handler answers 500 instead of killing the thread
             status, headers, body = 500, {}, f"handler failed: {type(exc).__name__}: {exc}"
         data, content_type = _body_bytes(body)
-        self._send(conn, _complete(status, _normalise_headers(headers), data, content_type))
-        return True
+        listed = _normalise_headers(headers)
+        self._send(conn, _complete(status, listed, data, content_type))
+        return not _says_close(listed)
 
 
 class CountingServer(_RawServer):
@@ -445,6 +458,7 @@ class CountingServer(_RawServer):
             self._send(conn, _complete(404, [], b"", None))
         else:
             self._send(conn, _complete(self._status, self._extra, self._body, self._type))
+            return not _says_close(self._extra)
         return True
 
 

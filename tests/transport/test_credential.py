@@ -64,11 +64,14 @@ def test_static_bearer_is_a_bearer_source(canary: str) -> None:
 
 def test_credential_kinds_and_copies(canary: str) -> None:
     static = CortexCredential.api_key(canary)
-    assert static.is_static and static.source is None and static.bearer() == canary
+    assert static.is_static
+    assert static.source is None
+    assert static.bearer() == canary
     dynamic = CortexCredential.dynamic(StaticBearer("b"))
     assert not dynamic.is_static
     clone = copy.copy(static)
-    assert clone.bearer() == canary and repr(clone) == repr(static)
+    assert clone.bearer() == canary
+    assert repr(clone) == repr(static)
 
 
 @pytest.mark.parametrize("bad", [None, 42, b"bytes"])
@@ -176,7 +179,9 @@ def test_bad_tokens_are_unauthorized_and_nothing_is_sent(
     make_client, wire: CortexWire, answer: str, message: str
 ) -> None:
     with CountingServer(200, json={}) as server:
-        client = make_client(server.url, wire=wire, credential=CortexCredential.dynamic(Rotating(answer)))
+        client = make_client(
+            server.url, wire=wire, credential=CortexCredential.dynamic(Rotating(answer))
+        )
         with pytest.raises(UnauthorizedError) as caught:
             client.once("POST", "v1/experience", {"a": 1})
         assert server.raw_requests == []
@@ -191,7 +196,8 @@ def test_static_key_with_a_newline_is_refused_per_attempt(make_client, canary: s
         with pytest.raises(UnauthorizedError) as caught:
             client.once("GET", "v1/events")
         assert server.raw_requests == []
-    assert canary not in str(caught.value) and canary not in repr(caught.value)
+    assert canary not in str(caught.value)
+    assert canary not in repr(caught.value)
 
 
 def test_tab_inside_a_token_is_a_valid_header_value(make_client) -> None:

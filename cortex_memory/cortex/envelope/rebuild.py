@@ -24,7 +24,7 @@ from cortex_memory.cortex.envelope.envelope import Envelope, TurnInfo
 
 __all__ = ["is_complete", "rebuild", "rebuild_whole"]
 
-_log = logging.getLogger("cortex_memory.cortex")
+_log = logging.getLogger(__name__)
 
 
 def rebuild(envs: Sequence[Envelope]) -> StoreItem:

@@ -37,9 +37,6 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Union
 
-import urllib3
-from urllib3.exceptions import HTTPError, LocationValueError
-
 from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.actor import (
@@ -70,7 +67,7 @@ from cortex_memory.cortex.transport.failure import (
 from cortex_memory.cortex.transport.headers import check_default_headers
 from cortex_memory.cortex.transport.keys import fresh_claim
 from cortex_memory.cortex.transport.pause import RateLimitPause
-from cortex_memory.cortex.transport.pool import new_pool_manager
+from cortex_memory.cortex.transport.pool import new_pool_manager, no_retries
 from cortex_memory.cortex.transport.text import is_header_value, trim
 from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
 from cortex_memory.cortex.wire import CortexWire, Route, unwrap_hosted
@@ -374,9 +371,18 @@ class HttpClient:
         if payload is not None:
             headers["Content-Type"] = "application/json"
         if actor and self._wire.sends_actor:
-            value = self._family.actor.header(lambda: self._whoami(deadline))
+            asked: List[bool] = []
+
+            def lookup() -> LookupOutcome:
+                asked.append(True)
+                return self._whoami(deadline)
+
+            value = self._family.actor.header(lookup)
             if value is not None:
                 headers["X-Cortex-Actor"] = value
+            if asked:
+                # The lookup may have met a 429: this request is later, so it waits too.
+                self._family.pause.wait(deadline, where)
         if claim is not None:
             headers["Idempotency-Key"] = claim
 
@@ -386,7 +392,11 @@ class HttpClient:
         seconds = left if left is not None and by_deadline else limit
         if seconds <= 0:
             raise deadline.error(where)
-        timeout = urllib3.Timeout(connect=min(self._timing.connect_timeout, seconds), read=seconds)
+        # urllib3 is imported lazily (see pool.py); by now the pool has loaded it.
+        from urllib3 import Timeout
+        from urllib3.exceptions import HTTPError, LocationValueError
+
+        timeout = Timeout(connect=min(self._timing.connect_timeout, seconds), read=seconds)
 
         watch = WATCHDOG.arm(seconds)
         try:
@@ -396,16 +406,16 @@ class HttpClient:
                     url,
                     body=payload,
                     headers=headers,
-                    retries=False,
+                    retries=no_retries(),
                     redirect=False,
                     timeout=timeout,
                     preload_content=False,
                     decode_content=False,
                 )
-            except LocationValueError as exc:
-                raise build_failure(self._endpoint.host) from exc
             except Exception as exc:
-                if isinstance(exc, ValueError) and not isinstance(exc, HTTPError):
+                if isinstance(exc, LocationValueError) or (
+                    isinstance(exc, ValueError) and not isinstance(exc, HTTPError)
+                ):
                     # http.client refuses a header or URL it cannot send.
                     raise build_failure(self._endpoint.host) from exc
                 if not is_body_fault(exc):

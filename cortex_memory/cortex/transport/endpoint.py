@@ -16,9 +16,6 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from urllib3.exceptions import LocationParseError
-from urllib3.util import parse_url
-
 from cortex_memory.errors import ConfigError
 
 __all__ = ["CLEARTEXT_REFUSED", "Endpoint", "is_loopback_host", "parse_endpoint"]
@@ -66,10 +63,13 @@ def parse_endpoint(endpoint: str) -> Endpoint:
     """Parse and check ``endpoint``; every refusal is its own ``ConfigError``."""
     if not isinstance(endpoint, str):
         raise TypeError(f"endpoint must be a str, not {type(endpoint).__name__}")
+    # Imported here: importing urllib3 opens a probe socket (see pool.py).
+    from urllib3.util import parse_url
+
     text = endpoint.strip()
     try:
         url = parse_url(text)
-    except (LocationParseError, ValueError) as exc:
+    except ValueError as exc:  # LocationParseError is a ValueError
         raise ConfigError("the memory endpoint is not a valid URL") from exc
     scheme = (url.scheme or "").lower()
     if scheme not in _DEFAULT_PORTS:

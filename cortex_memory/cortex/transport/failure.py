@@ -26,8 +26,6 @@ import ssl
 from http import HTTPStatus
 from typing import Dict, Iterable, List, Optional, Tuple, Type
 
-import urllib3.exceptions as u3
-
 from cortex_memory.cortex.transport.text import excerpt
 from cortex_memory.errors import (
     ConflictError,
@@ -255,6 +253,8 @@ def _scrub(text: str, secrets_: Iterable[str]) -> str:
 
 
 def _classify(exc: BaseException, chain: Tuple[BaseException, ...], lowered: str) -> str:
+    import urllib3.exceptions as u3  # loaded by then: only a request can fail
+
     everything = (exc, *chain)
     if any(
         isinstance(e, (u3.ConnectTimeoutError, u3.ReadTimeoutError, socket.timeout))
@@ -303,6 +303,8 @@ def transport_failure(
 
 def is_body_fault(exc: BaseException) -> bool:
     """True for the errors a body read raises when the connection breaks or stalls."""
+    import urllib3.exceptions as u3  # loaded by then: only a request can fail
+
     return isinstance(exc, (u3.HTTPError, OSError, http.client.HTTPException))
 
 
