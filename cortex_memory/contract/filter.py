@@ -24,11 +24,10 @@ from cortex_memory.contract._read import (
 from cortex_memory.contract.items import ItemKind
 from cortex_memory.contract.jsonfmt import format_timestamp
 from cortex_memory.contract.meta import MemoryMeta, SourceKind, TurnRange, same_id
-from cortex_memory.contract.namespace import Reach, admitted_by
+from cortex_memory.contract.namespace import Reach
 
 __all__ = ["MetaFilter", "path_matches"]
 
-_EXACT = ("workspace", "language", "repo", "commit", "url")
 _STRINGS = (
     "workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id",
 )
@@ -115,46 +114,67 @@ class MetaFilter:
         return replace(self, reach=reach)
 
     def matches(self, kind: ItemKind, meta: MemoryMeta) -> bool:
-        """True when an item of ``kind`` with ``meta`` passes every set field."""
+        """True when an item of ``kind`` with ``meta`` passes every set field.
+
+        Called once per item on listing paths, so the checks are written out
+        in the contract's order rather than looped.
+        """
         kinds = self.kinds
         if kinds and kind not in kinds:
             return False
-        if not admitted_by(self.reach, meta.namespace):
+        reach = self.reach
+        if reach is None:
+            if meta.namespace._last_service >= 0:
+                return False  # no reach still leaves out service sandboxes
+        elif not reach.admits(meta.namespace):
             return False
-        for name in _EXACT:
-            wanted = getattr(self, name)
-            if wanted is not None and getattr(meta, name) != wanted:
-                return False
-        if self.folder is not None and not path_matches(meta.folder, self.folder):
+        wanted = self.workspace
+        if wanted is not None and meta.workspace != wanted:
             return False
-        if self.file_path is not None and not path_matches(meta.file_path, self.file_path):
+        wanted = self.language
+        if wanted is not None and meta.language != wanted:
             return False
-        if self.thread_id is not None and not same_id(meta.thread_id, self.thread_id):
+        wanted = self.repo
+        if wanted is not None and meta.repo != wanted:
             return False
-        if self.agent_id is not None and not same_id(meta.agent_id, self.agent_id):
+        wanted = self.commit
+        if wanted is not None and meta.commit != wanted:
             return False
-        if self.source_id is not None and not same_id(meta.source.id, self.source_id):
+        wanted = self.url
+        if wanted is not None and meta.url != wanted:
+            return False
+        wanted = self.folder
+        if wanted is not None and not path_matches(meta.folder, wanted):
+            return False
+        wanted = self.file_path
+        if wanted is not None and not path_matches(meta.file_path, wanted):
+            return False
+        wanted = self.thread_id
+        if wanted is not None and not same_id(meta.thread_id, wanted):
+            return False
+        wanted = self.agent_id
+        if wanted is not None and not same_id(meta.agent_id, wanted):
+            return False
+        wanted = self.source_id
+        if wanted is not None and not same_id(meta.source.id, wanted):
             return False
         if self.turns is not None and meta.turns != self.turns:
             return False
-        if self.tool_call is not None and (
-            meta.tool_call is None or meta.tool_call.name != self.tool_call
-        ):
+        wanted = self.tool_call
+        if wanted is not None and (meta.tool_call is None or meta.tool_call.name != wanted):
             return False
         if self.sources and meta.source.kind not in self.sources:
             return False
-        if self.tags_any and not any(tag in self.tags_any for tag in meta.tags):
+        tags = self.tags_any
+        if tags and not any(tag in tags for tag in meta.tags):
             return False
         after, before = self.observed_after, self.observed_before
-        if after is not None or before is not None:
-            at = meta.observed_at
-            if at is None:
-                return False
-            if after is not None and at < after:
-                return False
-            if before is not None and at >= before:
-                return False
-        return True
+        if after is None and before is None:
+            return True
+        at = meta.observed_at
+        if at is None:
+            return False
+        return (after is None or after <= at) and (before is None or at < before)
 
     def to_json(self) -> Dict[str, Any]:
         """The wire object; unset fields and empty lists omitted (``{}`` = empty)."""

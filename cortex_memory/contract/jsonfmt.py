@@ -17,7 +17,7 @@ import re
 import struct
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from cortex_memory.errors import InvalidRequestError
 
@@ -93,49 +93,105 @@ def _less(an: int, ad: int, bn: int, bd: int) -> bool:
     return an * bd < bn * ad
 
 
+class _Exact:
+    """Exact rational bounds of the decimals that round to one float32 ``v``.
+
+    Built only for the rare candidates the fast float test cannot decide.
+    """
+
+    __slots__ = ("hi_d", "hi_n", "lo_d", "lo_n", "ties_ok", "vd", "vn")
+
+    def __init__(self, v: float, bits: int) -> None:
+        self.vn, self.vd = v.as_integer_ratio()
+        bn, bd = _f32_bits_value(bits - 1).as_integer_ratio()  # bits >= 1: v > 0
+        if bits + 1 == _F32_INF_BITS:
+            an, ad = 2**128, 1  # the neighbour above the largest float32
+        else:
+            an, ad = _f32_bits_value(bits + 1).as_integer_ratio()
+        # Halfway points to the neighbours, as exact fractions.
+        self.lo_n, self.lo_d = self.vn * bd + bn * self.vd, 2 * self.vd * bd
+        self.hi_n, self.hi_d = self.vn * ad + an * self.vd, 2 * self.vd * ad
+        self.ties_ok = bits % 2 == 0  # round half to even keeps v on a halfway point
+
+    def rounds_back(self, cn: int, cd: int) -> bool:
+        if _less(self.lo_n, self.lo_d, cn, cd) and _less(cn, cd, self.hi_n, self.hi_d):
+            return True
+        if not self.ties_ok:
+            return False
+        return cn * self.lo_d == self.lo_n * cd or cn * self.hi_d == self.hi_n * cd
+
+    def below(self, cn: int, cd: int) -> bool:
+        return _less(cn, cd, self.vn, self.vd)
+
+
+def _fraction(d: int, k: int) -> Tuple[int, int]:
+    return (d * 10**k, 1) if k >= 0 else (d, 10**-k)
+
+
 @lru_cache(maxsize=4096)
 def _shortest_f32(v: float) -> Tuple[str, int]:
     """Digits and exponent of the shortest decimal that rounds back to float32 ``v``.
 
-    ``v`` is positive and finite. Every comparison is exact integer arithmetic
-    on the values' binary fractions, never a second rounding through float64.
+    ``v`` is positive and finite. The halfway points to ``v``'s neighbours are
+    doubles, and rounding a decimal ``c`` to the nearest double ``x`` is
+    monotone, so ``x`` strictly inside (or outside) the halfway points puts
+    ``c`` strictly inside (or outside) too. Only when ``x`` lands exactly on a
+    halfway point, or on ``v`` itself when the side matters, is the answer
+    settled with exact integer arithmetic: the decimal is never rounded twice.
     """
     bits: int = _U32_STRUCT.unpack(_F32_STRUCT.pack(v))[0]
-    vn, vd = v.as_integer_ratio()
-    below = _f32_bits_value(bits - 1)  # bits >= 1 because v > 0
-    bn, bd = below.as_integer_ratio()
-    if bits + 1 == _F32_INF_BITS:
-        an, ad = 2**128, 1  # the neighbour above the largest float32
-    else:
-        an, ad = _f32_bits_value(bits + 1).as_integer_ratio()
-    # Halfway points to the neighbours, as exact fractions.
-    lo_n, lo_d = vn * bd + bn * vd, 2 * vd * bd
-    hi_n, hi_d = vn * ad + an * vd, 2 * vd * ad
-    ties_ok = bits % 2 == 0  # round half to even keeps v on a halfway point
+    above = 2.0**128 if bits + 1 == _F32_INF_BITS else _f32_bits_value(bits + 1)
+    low = (v + _f32_bits_value(bits - 1)) / 2  # exact: adjacent float32s, halved
+    high = (v + above) / 2
+    exact: Optional[_Exact] = None
 
-    def rounds_back(cn: int, cd: int) -> bool:
-        if _less(lo_n, lo_d, cn, cd) and _less(cn, cd, hi_n, hi_d):
+    def rounds_back(x: float, d: int, k: int) -> bool:
+        nonlocal exact
+        if low < x < high:
             return True
-        if not ties_ok:
+        if x != low and x != high:
             return False
-        return cn * lo_d == lo_n * cd or cn * hi_d == hi_n * cd
+        exact = exact or _Exact(v, bits)
+        return exact.rounds_back(*_fraction(d, k))
 
-    for p in range(1, 10):
-        mantissa, exp = format(v, f".{p - 1}e").split("e")
-        d = int(mantissa.replace(".", ""))
-        k = int(exp) - (p - 1)
-        scale = 10 ** abs(k)
-        cd = 1 if k >= 0 else scale
-        cn = d * scale if k >= 0 else d
-        if not rounds_back(cn, cd):
-            # The gap above a power of two is twice the gap below, so the
-            # nearest p-digit decimal can miss while the next one up fits.
-            if not _less(cn, cd, vn, vd):
-                continue
-            d += 1
-            cn = d * scale if k >= 0 else d
-            if not rounds_back(cn, cd):
-                continue
+    def attempt(p: int) -> Optional[Tuple[int, int]]:
+        """The spec's step for ``p`` digits: ``d``, else ``d + 1`` when ``d·10^k < v``."""
+        nonlocal exact
+        text = f"{v:.{p - 1}e}"  # correctly rounded: a float32 is exact as a float64
+        mark = text.index("e")
+        d = int(text[0] + text[2:mark]) if p > 1 else int(text[0])
+        k = int(text[mark + 1 :]) - (p - 1)
+        x = float(text)
+        if rounds_back(x, d, k):
+            return d, k
+        # The gap above a power of two is twice the gap below, so the nearest
+        # p-digit decimal can miss while the next one up fits.
+        if x > v:
+            return None
+        if x == v:
+            exact = exact or _Exact(v, bits)
+            if not exact.below(*_fraction(d, k)):
+                return None
+        if rounds_back(float(f"{d + 1}e{k}"), d + 1, k):
+            return d + 1, k
+        return None
+
+    # If some p-digit decimal rounds back, so does one with p + 1 digits (the
+    # gap above v is never narrower than the gap below), so the first p that
+    # works can be found by bisection; 9 digits always work for a float32.
+    low_p, high_p = 1, 9
+    found: Optional[Tuple[int, int]] = None
+    while low_p < high_p:
+        mid = (low_p + high_p) // 2
+        result = attempt(mid)
+        if result is None:
+            low_p = mid + 1
+        else:
+            high_p, found = mid, result
+    if found is None:
+        found = attempt(9)  # the one p bisection never tries; it always works
+    if found is not None:
+        d, k = found
         while d % 10 == 0:
             d //= 10
             k += 1

@@ -72,6 +72,7 @@ class SourceKind(WireEnum):
 
 
 _RETIRED_SOURCE_KINDS = frozenset({"link", "github", "rss", "composio"})
+_SOURCE_OF_KIND: Dict[SourceKind, Source]
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,11 @@ class Source:
         """Read ``{kind?, id?}`` (kind defaults to ``agent``)."""
         o = obj(value, "meta.source")
         kind = o.get("kind")
-        return cls(
-            SourceKind.AGENT if kind is None else SourceKind.parse(kind, "source kind"),
-            get_opt_str(o, "id", "meta.source"),
-        )
+        parsed = SourceKind.AGENT if kind is None else SourceKind.parse(kind, "source kind")
+        source_id = get_opt_str(o, "id", "meta.source")
+        if source_id is None:
+            return _SOURCE_OF_KIND[parsed]  # the common case: no id, a shared value
+        return cls(parsed, source_id)
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,9 @@ class ObservedActor:
         )
 
 
+_SOURCE_OF_KIND = {kind: Source(kind) for kind in SourceKind}
 _ROOT = Namespace.root()
-_DEFAULT_SOURCE = Source()
+_DEFAULT_SOURCE = _SOURCE_OF_KIND[SourceKind.AGENT]
 _META_STRINGS = (
     "workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id",
 )
@@ -219,6 +222,31 @@ class MemoryMeta:
     observed_actor: Optional[ObservedActor] = None
 
     def __post_init__(self) -> None:
+        # Metadata is built for every listed item, so the common case is one
+        # pass of cheap identity checks; the named checks below run only to
+        # report a wrong type precisely.
+        fine = type(self.namespace) is Namespace and type(self.source) is Source
+        if fine:
+            for value in (
+                self.workspace, self.folder, self.file_path, self.language, self.repo,
+                self.commit, self.url, self.thread_id, self.agent_id,
+            ):
+                if value is not None and type(value) is not str:
+                    fine = False
+                    break
+        if not fine or not (
+            (self.turns is None or type(self.turns) is TurnRange)
+            and (self.tool_call is None or type(self.tool_call) is ToolCallRef)
+            and (self.derive is None or self.derive is True or self.derive is False)
+            and (self.observed_actor is None or type(self.observed_actor) is ObservedActor)
+        ):
+            self._check_types()
+        if type(self.tags) is not tuple or self.tags:
+            set_attr(self, "tags", str_tuple(self, "tags", self.tags))
+        if self.observed_at is not None:
+            set_attr(self, "observed_at", utc(self, "observed_at", self.observed_at))
+
+    def _check_types(self) -> None:
         req_type(self, "namespace", Namespace, self.namespace)
         for name in _META_STRINGS:
             opt_str(self, name, getattr(self, name))
@@ -226,10 +254,6 @@ class MemoryMeta:
         opt_str(self, "agent_id", self.agent_id)
         opt_type(self, "tool_call", ToolCallRef, self.tool_call)
         req_type(self, "source", Source, self.source)
-        if type(self.tags) is not tuple or self.tags:
-            set_attr(self, "tags", str_tuple(self, "tags", self.tags))
-        if self.observed_at is not None:
-            set_attr(self, "observed_at", utc(self, "observed_at", self.observed_at))
         opt_type(self, "derive", bool, self.derive)
         opt_type(self, "observed_actor", ObservedActor, self.observed_actor)
 
@@ -298,7 +322,10 @@ class MemoryMeta:
         call = o.get("tool_call")
         source = o.get("source")
         actor = o.get("observed_actor")
-        strings = {name: get_opt_str(o, name, "meta") for name in _META_STRINGS}
+        strings = {name: o.get(name) for name in _META_STRINGS}
+        for name, text in strings.items():
+            if text is not None and type(text) is not str:
+                raise InvalidRequestError(f"meta.{name} must be a string")
         return cls(
             namespace=_ROOT if ns is None else Namespace.from_json(ns),
             turns=None if turns is None else TurnRange.from_json(turns),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import struct
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
@@ -412,3 +413,13 @@ def test_format_f32_matches_the_spec_on_powers_of_two() -> None:
     for exponent in range(-149, 128):
         value = 2.0**exponent
         assert format_f32(value) == _spec_format_f32(value), exponent
+
+
+def test_format_f32_matches_the_spec_on_a_sweep_of_bit_patterns() -> None:
+    # A deterministic sweep across every binade (and the subnormals), checking
+    # the fast path and the bisection against the literal algorithm.
+    rng = random.Random(20240607)
+    for _ in range(3000):
+        bits = rng.randrange(1, 0x7F800000)
+        value = struct.unpack("<f", struct.pack("<I", bits))[0]
+        assert format_f32(value) == _spec_format_f32(value), bits
