@@ -26,13 +26,13 @@ TEST_TOKEN = "tiny_live_test"  # noqa: S105 - the doubles' public test bearer, n
 TEST_VISIBILITY = 2.0
 """The visibility and settle budget (seconds) of harness engines."""
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted() order, which the package tests check
     "ALLOWED_SCOPE_TYPES",
-    "FOREVER",
-    "TEST_TOKEN",
-    "TEST_VISIBILITY",
     "DirectDouble",
     "DoubleState",
+    "FOREVER",
     "HostedDouble",
+    "TEST_TOKEN",
+    "TEST_VISIBILITY",
     "fault",
 ]

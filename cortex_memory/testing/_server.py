@@ -170,6 +170,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    # Many client threads connect at once; the stdlib default backlog of 5 makes
+    # the kernel reset some of them.
+    request_queue_size = 128
 
     def __init__(self, address: Tuple[str, int], double: BaseDouble) -> None:
         self.double = double
@@ -331,6 +334,8 @@ class BaseDouble:
         status, payload, content_type, extra = self._answer(request)
         if status == 429:
             state.bump("rate_limited")
+        # Logged before sending, so a client's next request never logs first.
+        self._log(status, request.line)
         keep = write_response(
             handler.connection,
             state,
@@ -345,7 +350,6 @@ class BaseDouble:
         )
         if not keep:
             handler.close_connection = True
-        self._log(status, request.line)
 
     def _answer(self, request: Request) -> Tuple[int, bytes, Optional[str], Dict[str, str]]:
         route = self.routes.match(request.method, request.path)
