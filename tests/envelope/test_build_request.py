@@ -7,7 +7,7 @@ import json
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import List
+from typing import Any, List
 
 import pytest
 
@@ -386,3 +386,14 @@ def test_conversation_turns_with_the_same_text_get_distinct_keys() -> None:
     a, b = (experience_request(e) for e in envelopes(chat))
     assert a.text == b.text
     assert a.idempotency_key != b.idempotency_key  # their parts differ (turn index)
+
+
+def test_part_is_the_chunk_index_for_a_piece() -> None:
+    body = "é" * 400_000
+    assert [e.part() for e in envelopes(Document(TextBody(body)))] == [0, 1, 2, 3]
+
+
+def test_only_store_items_are_built() -> None:
+    not_an_item: Any = "a document"
+    with pytest.raises(TypeError, match="str"):
+        envelopes(not_an_item)

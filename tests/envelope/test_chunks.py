@@ -382,3 +382,10 @@ def test_split_pieces_are_contiguous_and_fit(text: str, pack: int) -> None:
     assert all(escaped_len(text[p.start : p.end]) <= pack for p in got)
     paged = "\f" in text
     assert all((p.pages is not None) == paged for p in got)
+
+
+def test_character_cuts_below_the_smallest_room_still_advance() -> None:
+    # A cap smaller than one character's escaped size (only possible when calling
+    # parts directly): each such character becomes its own range.
+    assert parts("\x01\x02a", 0, 3, 3) == [(0, 1), (1, 2), (2, 3)]
+    assert parts("\x01\x02a", 0, 3, 3) == ref_parts("\x01\x02a", 0, 3, 3)

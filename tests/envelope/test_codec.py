@@ -351,6 +351,10 @@ def test_v2_round_trip_and_bracketed_prefix() -> None:
         '{"v":2,"id":"i","kind":"learning","text":"t","meta":{},"learning_kind":"guess"}',
         '{"v":2,"id":"i","kind":"document","text":"t","meta":{"namespace":"robot:x"}}',
         '{"v":2,"id":"i","kind":"document","text":"t","meta":{},"fp":"abc"}',
+        '{"v":2,"id":"i","kind":"conversation","text":"t","meta":{},'
+        '"turn":{"index":0,"count":1,"role":"user","tool_calls":{"name":"x"}}}',
+        '{"v":2,"id":"i","kind":"conversation","text":"t","meta":{},'
+        '"turn":{"index":0,"count":1,"role":"pilot"}}',
         "[" * 100_000,
     ],
 )

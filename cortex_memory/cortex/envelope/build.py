@@ -41,6 +41,8 @@ def envelopes(item: StoreItem, item_id: Optional[str] = None) -> List[Envelope]:
     pieces or turns. The item's rules (blank text, confidence) are checked by the
     caller with ``validate``.
     """
+    if not isinstance(item, (Document, Learning, Conversation)):
+        raise TypeError(f"cannot store a {type(item).__name__}")
     if item_id is None:
         item_id = item.fingerprint()
     meta = item.meta
@@ -66,19 +68,17 @@ def envelopes(item: StoreItem, item_id: Optional[str] = None) -> List[Envelope]:
                 evidence=item.evidence,
             )
         ]
-    if isinstance(item, Conversation):
-        count = len(item.turns)
-        if count > U32_MAX:
-            raise InvalidRequestError(f"a conversation holds at most {U32_MAX} turns")
-        return [
-            replace(
-                base,
-                text=turn.text,
-                turn=TurnInfo(index, count, turn.role, turn.at, turn.tool_calls),
-            )
-            for index, turn in enumerate(item.turns)
-        ]
-    raise TypeError(f"cannot store a {type(item).__name__}")
+    count = len(item.turns)
+    if count > U32_MAX:
+        raise InvalidRequestError(f"a conversation holds at most {U32_MAX} turns")
+    return [
+        replace(
+            base,
+            text=turn.text,
+            turn=TurnInfo(index, count, turn.role, turn.at, turn.tool_calls),
+        )
+        for index, turn in enumerate(item.turns)
+    ]
 
 
 def document_overhead(whole: Envelope, paged: bool) -> int:
