@@ -2,8 +2,10 @@
 
 `DirectDouble` imitates CortexDB's own `/v1/*` API and `HostedDouble` the hosted
 `/memory/*` API: real HTTP servers on `127.0.0.1` with the quirks of the real
-services and one fault knob per failure mode (doubles.md). Host applications
-use them to test their own integration:
+services and one fault knob per failure mode. `HostileServer`, `CountingServer`,
+`LoopbackServer` and `unused_url` (from `cortex_memory.testing.hostile`) are
+raw-socket servers for transport tests. Host applications use them to test
+their own integration:
 
     from cortex_memory.testing import DirectDouble, fault
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 from cortex_memory.testing._direct import DirectDouble
 from cortex_memory.testing._hosted import HostedDouble
 from cortex_memory.testing._state import ALLOWED_SCOPE_TYPES, FOREVER, DoubleState, fault
+from cortex_memory.testing.hostile import CountingServer, HostileServer, LoopbackServer, unused_url
 
 TEST_TOKEN = "tiny_live_test"  # noqa: S105 - the doubles' public test bearer, not a secret
 """The bearer of every engine the harness builds."""
@@ -28,11 +31,15 @@ TEST_VISIBILITY = 2.0
 
 __all__ = [  # noqa: RUF022 - plain sorted() order, which the package tests check
     "ALLOWED_SCOPE_TYPES",
+    "CountingServer",
     "DirectDouble",
     "DoubleState",
     "FOREVER",
     "HostedDouble",
+    "HostileServer",
+    "LoopbackServer",
     "TEST_TOKEN",
     "TEST_VISIBILITY",
     "fault",
+    "unused_url",
 ]

@@ -16,6 +16,10 @@ EXPECTED_NOW = {
     "DoubleState",
     "HostedDouble",
     "fault",
+    "CountingServer",
+    "HostileServer",
+    "LoopbackServer",
+    "unused_url",
 }
 
 
