@@ -14,6 +14,15 @@ from cortex_memory.contract.consolidation import (
     ConsolidateRequest,
     ConsolidateStatus,
 )
+from cortex_memory.contract.content import (
+    DocumentBody,
+    ItemKind,
+    LearningKind,
+    Role,
+    TextBody,
+    Turn,
+    UriBody,
+)
 from cortex_memory.contract.descriptor import (
     Consolidation,
     EngineDescriptor,
@@ -29,6 +38,8 @@ from cortex_memory.contract.engine import (
     get_by_listing,
     in_request_order,
 )
+from cortex_memory.contract.erase import EraseReport, EraseRequest
+from cortex_memory.contract.explore import Bucket, ExplorePage, ExploreRequest
 from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter, path_matches
 from cortex_memory.contract.fingerprint import (
@@ -42,17 +53,10 @@ from cortex_memory.contract.forget import ForgetFilter, ForgetIds, ForgetReport,
 from cortex_memory.contract.items import (
     Conversation,
     Document,
-    DocumentBody,
     ItemId,
-    ItemKind,
     Learning,
-    LearningKind,
-    Role,
     StoreItem,
     StoreReceipt,
-    TextBody,
-    Turn,
-    UriBody,
     validate_many,
 )
 from cortex_memory.contract.jsonfmt import (
@@ -89,8 +93,6 @@ from cortex_memory.contract.meta import (
 )
 from cortex_memory.contract.namespace import Namespace, Reach, Segment, SegmentKind, admitted_by
 from cortex_memory.contract.requests import (
-    EraseRequest,
-    ExploreRequest,
     FetchMode,
     FetchRequest,
     GetRequest,
@@ -100,10 +102,7 @@ from cortex_memory.contract.requests import (
     WriteOptions,
 )
 from cortex_memory.contract.responses import (
-    Bucket,
     Citation,
-    EraseReport,
-    ExplorePage,
     Exported,
     ExportPage,
     FetchPage,

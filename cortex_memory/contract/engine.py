@@ -21,6 +21,8 @@ from cortex_memory.contract.consolidation import (
     ConsolidateRequest,
 )
 from cortex_memory.contract.descriptor import EngineDescriptor, EngineHealth
+from cortex_memory.contract.erase import EraseReport, EraseRequest
+from cortex_memory.contract.explore import Bucket, ExplorePage, ExploreRequest
 from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.forget import ForgetIds, ForgetReport, ForgetTarget
@@ -28,8 +30,6 @@ from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt, valida
 from cortex_memory.contract.limits import MAX_GET_IDS, SCAN_PAGE
 from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.requests import (
-    EraseRequest,
-    ExploreRequest,
     FetchRequest,
     GetRequest,
     ListRequest,
@@ -37,9 +37,6 @@ from cortex_memory.contract.requests import (
     WaitFor,
 )
 from cortex_memory.contract.responses import (
-    Bucket,
-    EraseReport,
-    ExplorePage,
     ExportPage,
     FetchPage,
     Hit,

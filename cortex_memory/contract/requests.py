@@ -5,20 +5,19 @@ Every request is a frozen dataclass whose ``validate()`` raises
 all of them refuse the same bad call the same way. Construction never checks
 these rules (the conformance suite builds bad requests on purpose).
 Constructor argument order puts required fields first; JSON keys follow the
-wire order of contract.md §8.
+wire order of contract.md §8. ``ExploreRequest`` (explore.py) and
+``EraseRequest`` (erase.py) are importable from here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.contract._coerce import (
     enum_member,
-    enum_tuple,
     opt_str,
     opt_type,
-    req_bool,
     req_int,
     req_str,
     req_type,
@@ -27,25 +26,20 @@ from cortex_memory.contract._coerce import (
 )
 from cortex_memory.contract._enum import WireEnum
 from cortex_memory.contract._read import (
-    get_bool,
     get_enum,
-    get_enum_tuple,
     get_int,
     get_opt_str,
     get_str,
     get_str_tuple,
     obj,
     opt_int,
-    require,
 )
-from cortex_memory.contract.facet import Facet
+from cortex_memory.contract.erase import EraseRequest
+from cortex_memory.contract.explore import ExploreRequest
 from cortex_memory.contract.filter import MetaFilter
-from cortex_memory.contract.items import ItemId, ItemKind
+from cortex_memory.contract.items import ItemId
 from cortex_memory.contract.limits import (
-    DEFAULT_SCAN_LIMIT,
-    MAX_BUCKETS,
     MAX_GET_IDS,
-    MAX_SCAN_LIMIT,
 )
 from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.text import is_blank
@@ -382,119 +376,4 @@ class GetRequest:
         return cls(
             get_str_tuple(o, "ids", "get request", required=True),
             None if reach is None else Reach.from_json(reach),
-        )
-
-
-@dataclass(frozen=True)
-class ExploreRequest:
-    """Facet counts ↔ ``{facet, filter, limit, scan_limit}``."""
-
-    facet: Facet
-    limit: int
-    filter: MetaFilter = _EMPTY_FILTER
-    scan_limit: int = DEFAULT_SCAN_LIMIT
-
-    def __post_init__(self) -> None:
-        if type(self.facet) is not Facet:
-            set_attr(self, "facet", enum_member(self, "facet", Facet, self.facet))
-        req_int(self, "limit", self.limit)
-        req_type(self, "filter", MetaFilter, self.filter)
-        req_int(self, "scan_limit", self.scan_limit)
-
-    @classmethod
-    def new(cls, facet: Facet, limit: int) -> ExploreRequest:
-        """Count ``facet`` over everything, scanning at most 5000 items."""
-        return cls(facet, limit)
-
-    def with_filter(self, flt: MetaFilter) -> ExploreRequest:
-        """A copy with ``filter``."""
-        return replace(self, filter=flt)
-
-    def with_scan_limit(self, scan_limit: int) -> ExploreRequest:
-        """A copy scanning at most ``scan_limit`` items."""
-        return replace(self, scan_limit=scan_limit)
-
-    def validate(self) -> None:
-        """Refuse a limit outside 1..=500 and a scan_limit outside 1..=50 000."""
-        if not 1 <= self.limit <= MAX_BUCKETS:
-            raise InvalidRequestError(f"explore limit must be between 1 and {MAX_BUCKETS}")
-        if not 1 <= self.scan_limit <= MAX_SCAN_LIMIT:
-            raise InvalidRequestError(
-                f"explore scan_limit must be between 1 and {MAX_SCAN_LIMIT}"
-            )
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{facet, filter, limit, scan_limit}``."""
-        return {
-            "facet": self.facet.value,
-            "filter": self.filter.to_json(),
-            "limit": self.limit,
-            "scan_limit": self.scan_limit,
-        }
-
-    @classmethod
-    def from_json(cls, value: object) -> ExploreRequest:
-        """Read the wire object (``scan_limit`` 5000 when absent)."""
-        o = obj(value, "explore request")
-        what = "explore request"
-        return cls(
-            get_enum(o, "facet", what, Facet),
-            get_int(o, "limit", what),
-            _filter_of(o),
-            get_int(o, "scan_limit", what, DEFAULT_SCAN_LIMIT),
-        )
-
-
-@dataclass(frozen=True)
-class EraseRequest:
-    """Hard delete by node(s) and kinds ↔ ``{reach, kinds?, whole_tree}``.
-
-    ``inherit`` is ignored: an erase never reaches up. Empty ``kinds`` means all.
-    """
-
-    reach: Reach
-    kinds: Tuple[ItemKind, ...] = ()
-    whole_tree: bool = False
-
-    def __post_init__(self) -> None:
-        req_type(self, "reach", Reach, self.reach)
-        if type(self.kinds) is not tuple or self.kinds:
-            set_attr(self, "kinds", enum_tuple(self, "kinds", ItemKind, self.kinds))
-        req_bool(self, "whole_tree", self.whole_tree)
-
-    @classmethod
-    def new(cls, reach: Reach) -> EraseRequest:
-        """Erase every kind within ``reach``."""
-        return cls(reach)
-
-    def with_kinds(self, kinds: Iterable[ItemKind]) -> EraseRequest:
-        """A copy erasing only ``kinds``."""
-        return replace(self, kinds=tuple(kinds))
-
-    def with_whole_tree(self, whole_tree: bool = True) -> EraseRequest:
-        """A copy that confirms erasing the whole tree."""
-        return replace(self, whole_tree=whole_tree)
-
-    def validate(self) -> None:
-        """Refuse erasing everything (root, descendants, all kinds) without ``whole_tree``."""
-        reach = self.reach
-        if reach.at.is_root() and reach.descendants and not self.kinds and not self.whole_tree:
-            raise InvalidRequestError("erasing the whole tree needs whole_tree: true")
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{reach, kinds?, whole_tree}``."""
-        out: Dict[str, Any] = {"reach": self.reach.to_json()}
-        if self.kinds:
-            out["kinds"] = [k.value for k in self.kinds]
-        out["whole_tree"] = self.whole_tree
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> EraseRequest:
-        """Read ``{reach, kinds?, whole_tree?}``."""
-        o = obj(value, "erase request")
-        return cls(
-            Reach.from_json(require(o, "reach", "erase request")),
-            get_enum_tuple(o, "kinds", "erase request", ItemKind),
-            get_bool(o, "whole_tree", "erase request", False),
         )

@@ -1,6 +1,7 @@
 """What engines answer: hits, pages, reports (contract.md §8).
 
-Scores and confidences are float32 (rounded on construction, written by
+``Bucket``/``ExplorePage`` (explore.py) and ``EraseReport`` (erase.py) are
+importable from here too. Scores and confidences are float32 (rounded on construction, written by
 :func:`~cortex_memory.contract.jsonfmt.format_f32`).
 """
 
@@ -14,8 +15,6 @@ from cortex_memory.contract._coerce import (
     f32_field,
     opt_f32_field,
     opt_str,
-    req_bool,
-    req_int,
     req_str,
     req_type,
     set_attr,
@@ -23,10 +22,8 @@ from cortex_memory.contract._coerce import (
     tuple_of,
 )
 from cortex_memory.contract._read import (
-    get_bool,
     get_enum,
     get_f32,
-    get_int,
     get_list,
     get_opt_str,
     get_str,
@@ -35,7 +32,8 @@ from cortex_memory.contract._read import (
     opt_f32,
     require,
 )
-from cortex_memory.contract.facet import Facet
+from cortex_memory.contract.erase import EraseReport
+from cortex_memory.contract.explore import Bucket, ExplorePage
 from cortex_memory.contract.items import ItemId, ItemKind, StoreItem
 from cortex_memory.contract.jsonfmt import F32
 from cortex_memory.contract.meta import MemoryMeta
@@ -325,105 +323,4 @@ class ExportPage:
             ),
             get_str_tuple(o, "incomplete", "export page"),
             get_opt_str(o, "next_cursor", "export page"),
-        )
-
-
-@dataclass(frozen=True)
-class EraseReport:
-    """What an erase removed ↔ ``{erased_scopes, receipts?}``."""
-
-    erased_scopes: int
-    receipts: Tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        req_int(self, "erased_scopes", self.erased_scopes)
-        if type(self.receipts) is not tuple or self.receipts:
-            set_attr(self, "receipts", str_tuple(self, "receipts", self.receipts))
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{erased_scopes, receipts?}``."""
-        out: Dict[str, Any] = {"erased_scopes": self.erased_scopes}
-        if self.receipts:
-            out["receipts"] = list(self.receipts)
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> EraseReport:
-        """Read ``{erased_scopes, receipts?}``."""
-        o = obj(value, "erase report")
-        return cls(
-            get_int(o, "erased_scopes", "erase report"),
-            get_str_tuple(o, "receipts", "erase report"),
-        )
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """One facet value and how many items carry it ↔ ``{value, count}``."""
-
-    value: str
-    count: int
-
-    def __post_init__(self) -> None:
-        req_str(self, "value", self.value)
-        req_int(self, "count", self.count)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{value, count}``."""
-        return {"value": self.value, "count": self.count}
-
-    @classmethod
-    def from_json(cls, value: object) -> Bucket:
-        """Read ``{value, count}``."""
-        o = obj(value, "bucket")
-        return cls(get_str(o, "value", "bucket"), get_int(o, "count", "bucket"))
-
-
-@dataclass(frozen=True)
-class ExplorePage:
-    """Facet counts ↔ ``{facet, buckets, total, missing, more_buckets, truncated}``.
-
-    ``total`` items were scanned, ``missing`` of them had no value,
-    ``more_buckets`` were cut by the limit, and ``truncated`` means the scan
-    stopped at ``scan_limit`` before the end.
-    """
-
-    facet: Facet
-    buckets: Tuple[Bucket, ...]
-    total: int
-    missing: int
-    more_buckets: int
-    truncated: bool
-
-    def __post_init__(self) -> None:
-        if type(self.facet) is not Facet:
-            set_attr(self, "facet", enum_member(self, "facet", Facet, self.facet))
-        set_attr(self, "buckets", tuple_of(self, "buckets", Bucket, self.buckets))
-        for name in ("total", "missing", "more_buckets"):
-            req_int(self, name, getattr(self, name))
-        req_bool(self, "truncated", self.truncated)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{facet, buckets, total, missing, more_buckets, truncated}``."""
-        return {
-            "facet": self.facet.value,
-            "buckets": [b.to_json() for b in self.buckets],
-            "total": self.total,
-            "missing": self.missing,
-            "more_buckets": self.more_buckets,
-            "truncated": self.truncated,
-        }
-
-    @classmethod
-    def from_json(cls, value: object) -> ExplorePage:
-        """Read the wire object."""
-        o = obj(value, "explore page")
-        what = "explore page"
-        return cls(
-            get_enum(o, "facet", what, Facet),
-            tuple(Bucket.from_json(b) for b in get_list(o, "buckets", what, required=True)),
-            get_int(o, "total", what),
-            get_int(o, "missing", what),
-            get_int(o, "more_buckets", what),
-            get_bool(o, "truncated", what),
         )
