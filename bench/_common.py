@@ -73,7 +73,11 @@ def measure(
     rounds: int = 7,
     warmup: int = 200,
 ) -> Dict[str, Dict[str, Any]]:
-    """Median CPU per op of each case, the cases interleaved round by round."""
+    """Median CPU per op of each case, the cases interleaved round by round.
+
+    Each case's ``samples_s`` keeps one figure per round, in round order, so
+    two cases can also be compared round by round (see :func:`paired_ratio`).
+    """
     for operation in cases.values():
         for _ in range(warmup):
             operation()
@@ -85,6 +89,16 @@ def measure(
         name: {"median_s": statistics.median(values), "samples_s": values}
         for name, values in samples.items()
     }
+
+
+def paired_ratio(results: Mapping[str, Mapping[str, Any]], ours: str, floor: str) -> float:
+    """Median over rounds of ``ours / floor`` measured in the same round.
+
+    On a shared, noisy machine two figures taken moments apart see the same
+    load, so their ratio is steadier than the ratio of two medians.
+    """
+    pairs = zip(results[ours]["samples_s"], results[floor]["samples_s"])
+    return statistics.median(o / f for o, f in pairs)
 
 
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

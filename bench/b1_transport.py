@@ -29,7 +29,7 @@ import urllib3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import measure, print_table, python, serve, write_result
+from _common import measure, paired_ratio, print_table, python, serve, write_result
 
 from cortex_memory.cortex import CortexCredential, CortexWire
 from cortex_memory.cortex.transport import HttpClient
@@ -92,8 +92,8 @@ def main() -> int:
     if args.serve:
         run_server()
         return 0
-    n = args.n or (300 if args.quick else 2000)
-    rounds = args.rounds or (3 if args.quick else 7)
+    n = args.n or (200 if args.quick else 500)
+    rounds = args.rounds or (5 if args.quick else 25)
 
     with serve([python(), str(Path(__file__).resolve()), "--serve"]) as url:
         floor = urllib3.PoolManager(retries=False, maxsize=8, block=False)
@@ -142,16 +142,16 @@ def main() -> int:
         return float(results[name]["median_s"]) * 1e6
 
     ratios = {
-        "GET": us("ours GET") / us("floor GET"),
-        "POST": us("ours POST") / us("floor POST"),
+        "GET": paired_ratio(results, "ours GET", "floor GET"),
+        "POST": paired_ratio(results, "ours POST", "floor POST"),
     }
     rows = [
         (verb, f"{us('floor ' + verb):.1f}", f"{us('ours ' + verb):.1f}", f"{ratio:.3f}")
         for verb, ratio in ratios.items()
     ]
     print_table(
-        f"B1 client CPU per request (median of {rounds} rounds x {n} requests)",
-        ("request", "floor us", "ours us", "ratio"),
+        f"B1 client CPU per request (medians of {rounds} interleaved rounds x {n} requests)",
+        ("request", "floor us", "ours us", "ratio (paired median)"),
         rows,
     )
     path = write_result(

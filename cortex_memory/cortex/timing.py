@@ -113,6 +113,8 @@ class Deadline:
         """Return ``value`` if it is a :class:`Deadline`, else a new one of that many seconds."""
         if isinstance(value, Deadline):
             return value
+        if value is None:
+            return _UNBOUNDED
         return cls(value)
 
     @property
@@ -169,6 +171,9 @@ class Deadline:
             return "Deadline(None)"
         return f"Deadline({self.seconds:g}, remaining={self.remaining():.3f})"
 
+
+# Shared: an unbounded deadline has no state that changes.
+_UNBOUNDED = Deadline(None)
 
 DeadlineLike = Union[None, float, int, Deadline]
 """What a ``deadline=`` keyword accepts: ``None``, seconds, or a :class:`Deadline`."""

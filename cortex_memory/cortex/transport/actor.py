@@ -97,6 +97,17 @@ class ActorCache:
             self._value = None
             self._epoch += 1
 
+    def settled(self) -> Tuple[bool, Optional[str]]:
+        """``(True, value)`` when known or absent (value ``None``); ``(False, None)`` when unknown.
+
+        The cheap check a request makes first: only an unknown state needs
+        :meth:`header` and its lookup.
+        """
+        with self._lock:
+            if self._state is ActorState.UNKNOWN:
+                return False, None
+            return True, self._value
+
     def header(self, lookup: Callable[[], LookupOutcome]) -> Optional[str]:
         """The header value to send now, asking ``lookup`` first when the state is unknown.
 

@@ -153,8 +153,12 @@ def _pieces(response: Any, watch: Watch) -> Iterator[bytes]:
     while True:
         if watch.expired():
             raise BodyTimeout()
+        # Ask for no more than the declared length still due: http.client
+        # allocates the whole buffer it is asked for.
+        due = getattr(response, "length_remaining", None)
+        amount = PIECE if due is None or due <= 0 or due > PIECE else due
         try:
-            raw = response.read(PIECE, decode_content=False)
+            raw = response.read(amount, decode_content=False)
         except Exception as exc:
             if not is_body_fault(exc):
                 raise
@@ -168,6 +172,8 @@ def _pieces(response: Any, watch: Watch) -> Iterator[bytes]:
                 raise BodyTimeout()
             return
         yield raw
+        if due is not None and due == len(raw):
+            return  # the declared length is complete: no need to ask for the end
 
 
 def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> bytes:

@@ -97,6 +97,20 @@ _ROUTE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*(\?[A-Za-z0-9\-._~!$&'()*+
 _SHOWN_ROUTE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@%/]")
 
 
+def _urllib3() -> Any:
+    """urllib3, imported on first use (importing it opens a probe socket; see pool.py)."""
+    global _URLLIB3
+    if _URLLIB3 is None:
+        import urllib3
+        import urllib3.exceptions
+
+        _URLLIB3 = urllib3
+    return _URLLIB3
+
+
+_URLLIB3: Any = None
+
+
 def backoff(attempt: int, base: float) -> float:
     """Seconds to sleep after failed attempt ``attempt`` (1-based): ``base × 2^(attempt−1)``."""
     return base * (1 << (attempt - 1))
@@ -371,18 +385,13 @@ class HttpClient:
         if payload is not None:
             headers["Content-Type"] = "application/json"
         if actor and self._wire.sends_actor:
-            asked: List[bool] = []
-
-            def lookup() -> LookupOutcome:
-                asked.append(True)
-                return self._whoami(deadline)
-
-            value = self._family.actor.header(lookup)
+            settled, value = self._family.actor.settled()
+            if not settled:
+                value = self._family.actor.header(lambda: self._whoami(deadline))
+                # The lookup may have met a 429; this request comes later, so it waits too.
+                self._family.pause.wait(deadline, where)
             if value is not None:
                 headers["X-Cortex-Actor"] = value
-            if asked:
-                # The lookup may have met a 429: this request is later, so it waits too.
-                self._family.pause.wait(deadline, where)
         if claim is not None:
             headers["Idempotency-Key"] = claim
 
@@ -392,18 +401,21 @@ class HttpClient:
         seconds = left if left is not None and by_deadline else limit
         if seconds <= 0:
             raise deadline.error(where)
-        # urllib3 is imported lazily (see pool.py); by now the pool has loaded it.
-        from urllib3 import Timeout
-        from urllib3.exceptions import HTTPError, LocationValueError
+        connect = min(self._timing.connect_timeout, seconds)
+        timeout = _urllib3().Timeout(connect=connect, read=seconds)
 
-        timeout = Timeout(connect=min(self._timing.connect_timeout, seconds), read=seconds)
-
+        endpoint = self._endpoint
         watch = WATCHDOG.arm(seconds)
         try:
             try:
-                response = self._family.pool.urlopen(
+                # The pool for our one origin, then the request target: this skips
+                # PoolManager.urlopen parsing the whole URL again on every request.
+                pool = self._family.pool.connection_from_host(
+                    endpoint.host, port=endpoint.port, scheme=endpoint.scheme
+                )
+                response = pool.urlopen(
                     method,
-                    url,
+                    endpoint.path + url[len(endpoint.base) :],
                     body=payload,
                     headers=headers,
                     retries=no_retries(),
@@ -411,10 +423,12 @@ class HttpClient:
                     timeout=timeout,
                     preload_content=False,
                     decode_content=False,
+                    assert_same_host=False,
                 )
             except Exception as exc:
-                if isinstance(exc, LocationValueError) or (
-                    isinstance(exc, ValueError) and not isinstance(exc, HTTPError)
+                u3 = _urllib3().exceptions
+                if isinstance(exc, u3.LocationValueError) or (
+                    isinstance(exc, ValueError) and not isinstance(exc, u3.HTTPError)
                 ):
                     # http.client refuses a header or URL it cannot send.
                     raise build_failure(self._endpoint.host) from exc

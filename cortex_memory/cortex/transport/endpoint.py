@@ -30,8 +30,9 @@ class Endpoint:
     """A parsed, checked endpoint.
 
     ``base`` always ends in ``/`` and has no query or fragment, so a route
-    joins as ``base + route``. ``host`` is the bare host name used in messages
-    (IPv6 in brackets); ``origin`` is scheme, host and non-default port.
+    joins as ``base + route``; ``path`` is its path alone (the request target
+    of a route is ``path + route``). ``host`` is the bare host name used in
+    messages (IPv6 in brackets); ``origin`` is scheme, host and non-default port.
     """
 
     scheme: str
@@ -39,6 +40,7 @@ class Endpoint:
     port: int
     base: str
     origin: str
+    path: str
 
 
 def is_loopback_host(host: str) -> bool:
@@ -90,4 +92,6 @@ def parse_endpoint(endpoint: str) -> Endpoint:
     if not path.endswith("/"):
         path += "/"
     origin = f"{scheme}://{netloc}"
-    return Endpoint(scheme=scheme, host=host, port=port, base=origin + path, origin=origin)
+    return Endpoint(
+        scheme=scheme, host=host, port=port, base=origin + path, origin=origin, path=path
+    )
