@@ -31,12 +31,14 @@ from cortex_memory.contract.descriptor import (
 )
 from cortex_memory.contract.engine import (
     MemoryEngine,
+    cursor_from_offset,
     explore_by_listing,
     explore_page_of,
     forget_within_by_get,
     forget_within_ids,
     get_by_listing,
     in_request_order,
+    offset_from_cursor,
 )
 from cortex_memory.contract.erase import EraseReport, EraseRequest
 from cortex_memory.contract.explore import Bucket, ExplorePage, ExploreRequest
@@ -187,6 +189,7 @@ __all__ = [
     "WaitFor",
     "WriteOptions",
     "admitted_by",
+    "cursor_from_offset",
     "dumps",
     "explore_by_listing",
     "explore_page_of",
@@ -204,6 +207,7 @@ __all__ = [
     "in_request_order",
     "is_blank",
     "is_item_id",
+    "offset_from_cursor",
     "parse_timestamp",
     "path_matches",
     "redacted_id",

@@ -15,6 +15,7 @@ import abc
 from types import TracebackType
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
 
+from cortex_memory.contract._enum import quote
 from cortex_memory.contract.consolidation import (
     BeliefsRequest,
     ConsolidateReceipt,
@@ -48,12 +49,14 @@ from cortex_memory.errors import EngineError, InvalidRequestError, UnsupportedEr
 
 __all__ = [
     "MemoryEngine",
+    "cursor_from_offset",
     "explore_by_listing",
     "explore_page_of",
     "forget_within_by_get",
     "forget_within_ids",
     "get_by_listing",
     "in_request_order",
+    "offset_from_cursor",
 ]
 
 _E = TypeVar("_E", bound="MemoryEngine")
@@ -237,6 +240,24 @@ def explore_by_listing(engine: MemoryEngine, request: ExploreRequest) -> Explore
             truncated = True
             break
     return explore_page_of(facet, counts, request.limit, total, missing, truncated)
+
+
+def offset_from_cursor(cursor: Optional[str]) -> int:
+    """The offset in a decimal offset cursor (``None`` is the first page, 0).
+
+    The reference and local engines page by offset. Anything but ASCII digits
+    (at most 18) is ``InvalidRequestError("unknown cursor `x`")``.
+    """
+    if cursor is None:
+        return 0
+    if cursor.isascii() and cursor.isdigit() and len(cursor) <= 18:
+        return int(cursor)
+    raise InvalidRequestError(f"unknown cursor {quote(cursor)}")
+
+
+def cursor_from_offset(offset: int, total: int) -> Optional[str]:
+    """The cursor of the page starting at ``offset``, or ``None`` when ``offset`` is the end."""
+    return str(offset) if offset < total else None
 
 
 def in_request_order(ids: Sequence[ItemId], hits: Iterable[Hit]) -> List[Hit]:

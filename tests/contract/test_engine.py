@@ -41,12 +41,14 @@ from cortex_memory.contract import (
     StoreItem,
     StoreReceipt,
     WaitFor,
+    cursor_from_offset,
     explore_by_listing,
     explore_page_of,
     forget_within_by_get,
     forget_within_ids,
     get_by_listing,
     in_request_order,
+    offset_from_cursor,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError, UnsupportedError
 
@@ -393,3 +395,18 @@ def test_other_items_are_untouched_by_forget_by_filter() -> None:
     engine.store_many([keep, drop])
     assert engine.forget(ForgetTarget.filter(MetaFilter(tags_any=("drop",)))) == ForgetReport(1)
     assert engine.items == [keep]
+
+
+def test_offset_cursors() -> None:
+    assert offset_from_cursor(None) == 0
+    assert offset_from_cursor("0") == 0
+    assert offset_from_cursor("200") == 200
+    for bad in ("x", "-1", "+1", " 1", "1.0", "\u0661", "", "9" * 19):
+        with pytest.raises(InvalidRequestError) as caught:
+            offset_from_cursor(bad)
+        assert caught.value.message.startswith("unknown cursor `")
+    with pytest.raises(InvalidRequestError) as caught:
+        offset_from_cursor("x")
+    assert caught.value.message == "unknown cursor `x`"
+    assert cursor_from_offset(2, 5) == "2"
+    assert cursor_from_offset(5, 5) is None
