@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import re
+import selectors
 import socket
 import threading
 import time
@@ -173,13 +174,44 @@ class _HTTPServer(ThreadingHTTPServer):
     # Many client threads connect at once; the stdlib default backlog of 5 makes
     # the kernel reset some of them.
     request_queue_size = 128
+    # handle_request() is only called once the listener is readable; a zero
+    # timeout keeps it from blocking if that connection vanished meanwhile.
+    timeout = 0.0
 
     def __init__(self, address: Tuple[str, int], double: BaseDouble) -> None:
         self.double = double
         self._tracked = threading.Lock()
         self._connections: Set[socket.socket] = set()
         self._workers: Set[threading.Thread] = set()
+        self._stopped = threading.Event()
+        # A socket pair wakes the accept loop at once on close (serve_forever
+        # would poll, costing up to its interval on every close). Made first:
+        # a failed bind calls server_close(), which closes it.
+        self._wake_read, self._wake_write = socket.socketpair()
         super().__init__(address, _RequestHandler)
+
+    def serve_until_stopped(self) -> None:
+        """Accept connections until `stop_serving()` is called."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.socket, selectors.EVENT_READ)
+            selector.register(self._wake_read, selectors.EVENT_READ)
+            while not self._stopped.is_set():
+                ready = selector.select()
+                if self._stopped.is_set():
+                    break
+                if any(key.fileobj is self.socket for key, _ in ready):
+                    self.handle_request()
+
+    def stop_serving(self) -> None:
+        """Make the accept loop return now."""
+        self._stopped.set()
+        with contextlib.suppress(OSError):
+            self._wake_write.send(b"x")
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._wake_read.close()
+        self._wake_write.close()
 
     def process_request(self, request: Any, client_address: Any) -> None:
         worker = threading.Thread(
@@ -268,8 +300,7 @@ class BaseDouble:
                 return self
             server = _HTTPServer(("127.0.0.1", port), self)
             thread = threading.Thread(
-                target=server.serve_forever,
-                kwargs={"poll_interval": 0.05},
+                target=server.serve_until_stopped,
                 name=f"cortex-{self.wire}-double",
             )
             thread.daemon = True
@@ -293,10 +324,10 @@ class BaseDouble:
         self.stopping.set()
         if server is None or thread is None:
             return
-        server.shutdown()
+        server.stop_serving()
+        thread.join(max(0.0, deadline - time.monotonic()))
         server.server_close()
         server.abort_connections()
-        thread.join(max(0.0, deadline - time.monotonic()))
         server.join_workers(deadline)
 
     def __enter__(self) -> BaseDouble:

@@ -167,7 +167,7 @@ def test_request_delay_holds_outside_the_lock(direct) -> None:
 
 
 def test_listing_delay_tracks_in_flight_and_releases(direct) -> None:
-    direct.state.listing_delay_ms = 150
+    direct.state.listing_delay_ms = 250
     threads = [threading.Thread(target=direct.events, args=("scope=app:a",)) for _ in range(4)]
     for thread in threads:
         thread.start()

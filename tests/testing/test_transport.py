@@ -387,3 +387,16 @@ def test_url_needs_a_started_double() -> None:
         _ = double.url
     assert "not started" in repr(double)
     double.close()
+
+
+def test_start_on_a_port_in_use_raises_and_leaks_nothing() -> None:
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        double = DirectDouble()
+        with pytest.raises(OSError):
+            double.start(port=taken.getsockname()[1])
+        double.close()
+    finally:
+        taken.close()
