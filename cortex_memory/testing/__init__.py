@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from cortex_memory.testing._direct import DirectDouble
 from cortex_memory.testing._hosted import HostedDouble
-from cortex_memory.testing._state import ALLOWED_SCOPE_TYPES, FOREVER, DoubleState, fault
+from cortex_memory.testing._knobs import ALLOWED_SCOPE_TYPES, FOREVER, fault
+from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing.hostile import CountingServer, HostileServer, LoopbackServer, unused_url
 
 TEST_TOKEN = "tiny_live_test"  # noqa: S105 - the doubles' public test bearer, not a secret
@@ -29,7 +30,7 @@ TEST_TOKEN = "tiny_live_test"  # noqa: S105 - the doubles' public test bearer, n
 TEST_VISIBILITY = 2.0
 """The visibility and settle budget (seconds) of harness engines."""
 
-__all__ = [  # noqa: RUF022 - plain sorted() order, which the package tests check
+__all__ = [
     "ALLOWED_SCOPE_TYPES",
     "CountingServer",
     "DirectDouble",

@@ -20,8 +20,8 @@ from typing import Any, Dict, Optional, Sequence
 
 from cortex_memory.testing._direct import DirectDouble
 from cortex_memory.testing._hosted import HostedDouble
+from cortex_memory.testing._knobs import FOREVER, KNOB_NAMES
 from cortex_memory.testing._server import BaseDouble
-from cortex_memory.testing._state import FOREVER, KNOB_NAMES
 
 __all__ = ["main"]
 

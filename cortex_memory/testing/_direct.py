@@ -12,7 +12,8 @@ from urllib.parse import unquote
 from cortex_memory.testing import _reads, _writes
 from cortex_memory.testing._gate import check_scope_types, direct_failure_body
 from cortex_memory.testing._reply import Refusal, Reply, Request
-from cortex_memory.testing._server import BaseDouble, Route, RouteTable
+from cortex_memory.testing._routing import Route, RouteTable
+from cortex_memory.testing._server import BaseDouble
 
 if TYPE_CHECKING:
     from cortex_memory.testing._state import DoubleState

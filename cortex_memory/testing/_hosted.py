@@ -15,7 +15,8 @@ from cortex_memory.testing._direct import erasure_poll
 from cortex_memory.testing._gate import check_grammar
 from cortex_memory.testing._log import at_or_below
 from cortex_memory.testing._reply import RAW, Refusal, Reply, Request
-from cortex_memory.testing._server import BaseDouble, Route, RouteTable, framework_not_found
+from cortex_memory.testing._routing import Route, RouteTable, framework_not_found
+from cortex_memory.testing._server import BaseDouble
 
 __all__ = ["HostedDouble"]
 

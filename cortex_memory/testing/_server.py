@@ -2,8 +2,8 @@
 
 Each accepted connection gets its own daemon thread, tracked so `close()` can
 wake it (idle keep-alive reads, slow bodies, `?wait=` holds) and join it within
-5 s. Requests are parsed here, JSON bodies refused here (415, 400, 422, plain
-text, before anything is recorded), then routed to a wire's handler.
+5 s. Requests are parsed here, routed (`_routing`), gated (`_gate`), handed to
+a wire's handler, and the outcome rendered and written (`_transport`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import selectors
 import socket
 import threading
@@ -23,84 +22,29 @@ from typing import (
     Callable,
     Dict,
     List,
-    NamedTuple,
     Optional,
-    Pattern,
     Set,
     Tuple,
     Union,
 )
 
 from cortex_memory.testing._gate import gate, render
-from cortex_memory.testing._reply import NO_BODY, RAW, Refusal, Reply, Request
+from cortex_memory.testing._reply import NO_BODY, Refusal, Reply, Request
+from cortex_memory.testing._routing import Route, RouteTable, body_refusal
 from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing._transport import reset_connection, write_response
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["BaseDouble", "Route", "RouteTable"]
+__all__ = ["BaseDouble"]
 
 logger = logging.getLogger(__name__)
 
 _JOIN_BUDGET = 5.0
 _MAX_LINE = 65536
 
-Handler = Callable[["BaseDouble", Request], Reply]
 RequestLog = Callable[[int, str], None]
-
-
-class Route(NamedTuple):
-    """One route: its handler and how the server treats it before the handler runs."""
-
-    handler: Handler
-    gated: bool = True
-    public: bool = False
-    json_body: bool = False
-
-
-class RouteTable:
-    """Exact paths plus `{id}` patterns; unknown path → 404, known path wrong method → 405."""
-
-    def __init__(
-        self,
-        exact: Dict[str, Dict[str, Route]],
-        patterns: Optional[List[Tuple[str, Dict[str, Route]]]] = None,
-    ) -> None:
-        self._exact = exact
-        self._patterns: List[Tuple[Pattern[str], Dict[str, Route]]] = [
-            (re.compile(pattern), methods) for pattern, methods in (patterns or [])
-        ]
-
-    def match(self, method: str, path: str) -> Union[Route, int, Tuple[int, str]]:
-        """The route, or 404, or `(405, allowed methods)`."""
-        methods = self._exact.get(path)
-        if methods is None:
-            for pattern, candidate in self._patterns:
-                if pattern.fullmatch(path):
-                    methods = candidate
-                    break
-        if methods is None:
-            return 404
-        route = methods.get(method)
-        if route is None:
-            return 405, ", ".join(sorted(methods))
-        return route
-
-
-def body_refusal(request: Request) -> Optional[Tuple[int, str]]:
-    """Refuse a JSON route's body before any handler logic; parse it into `request.json`."""
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media != "application/json":
-        return 415, "Expected request with `Content-Type: application/json`"
-    try:
-        value = json.loads(request.body.decode("utf-8"))
-    except ValueError:
-        return 400, "Failed to parse the request body as JSON"
-    if not isinstance(value, dict):
-        return 422, "Failed to deserialize the JSON body into the target type: expected an object"
-    request.json = value
-    return None
 
 
 def _dump(body: Any) -> bytes:
@@ -424,8 +368,3 @@ class BaseDouble:
                 callback(status, line)
             except Exception:
                 logger.debug("request_log callback failed", exc_info=True)
-
-
-def framework_not_found() -> Refusal:
-    """The bare `{"message":"Not Found"}` 404 of the hosted backend's framework."""
-    return Refusal(404, kind=RAW, body={"message": "Not Found"})

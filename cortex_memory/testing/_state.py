@@ -10,236 +10,23 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
+from cortex_memory.testing._knobs import (
+    COUNT_KNOBS,
+    DEFAULTS,
+    FAILURE_KNOBS,
+    FOREVER,
+    KNOB_NAMES,
+    LEGACY_PROFILE,
+    Count,
+    Fault,
+    check_count,
+    check_failure,
+)
 from cortex_memory.testing._log import EventLog
 
-__all__ = [
-    "ALLOWED_SCOPE_TYPES",
-    "FOREVER",
-    "KNOB_NAMES",
-    "LEGACY_PROFILE",
-    "TRANSPORT_KNOBS",
-    "DoubleState",
-    "Fault",
-    "Seen",
-    "fault",
-]
-
-ALLOWED_SCOPE_TYPES: FrozenSet[str] = frozenset(
-    {
-        "org",
-        "dept",
-        "team",
-        "app",
-        "user",
-        "agent",
-        "service",
-        "ws",
-        "project",
-        "global",
-        "system",
-        "source",
-    }
-)
-
-
-class _Forever:
-    """The count that never runs out (a singleton; compare with `is`)."""
-
-    _instance: Optional[_Forever] = None
-
-    def __new__(cls) -> _Forever:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "FOREVER"
-
-    def __reduce__(self) -> str:
-        return "FOREVER"
-
-
-FOREVER = _Forever()
-"""A fault count that never runs out: `state.hide_listing_for = FOREVER`."""
-
-Count = Union[int, _Forever]
-
-
-class Fault:
-    """A transport fault that fires on the next `times` matching responses.
-
-    Build one with :func:`fault`. `remaining` counts down as matching responses
-    consume it; a response matches when its request line starts with `route`
-    (any response when `route` is None).
-    """
-
-    __slots__ = ("remaining", "route", "value")
-
-    def __init__(self, value: Any, times: Count = 1, route: Optional[str] = None) -> None:
-        if value is None:
-            raise ValueError("a fault needs a value; assign None to the knob to turn it off")
-        _check_count("times", times)
-        if route is not None and not isinstance(route, str):
-            raise TypeError("route must be a request-line prefix such as 'GET /v1/events'")
-        self.value = value
-        self.remaining: Count = times
-        self.route = route
-
-    def __repr__(self) -> str:
-        return f"fault({self.value!r}, times={self.remaining!r}, route={self.route!r})"
-
-
-def fault(value: Any, *, times: Count = 1, route: Optional[str] = None) -> Fault:
-    """Fire a transport knob on the next `times` responses to `route` (None: any)."""
-    return Fault(value, times, route)
-
-
-def _check_count(name: str, value: Any) -> None:
-    if value is FOREVER:
-        return
-    if not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a count (an int >= 0) or FOREVER, got {value!r}")
-
-
-def _check_failure(name: str, value: Any) -> None:
-    if value is None:
-        return
-    ok = (
-        isinstance(value, (tuple, list))
-        and len(value) in (2, 3)
-        and isinstance(value[0], int)
-        and not isinstance(value[0], bool)
-        and isinstance(value[1], str)
-        and (len(value) == 2 or isinstance(value[2], str))
-    )
-    if not ok:
-        raise ValueError(f"{name} must be (status, code) or (status, code, message), got {value!r}")
-
-
-# Knob name -> default. Wire-specific defaults are patched in DoubleState.__init__.
-_DEFAULTS: Dict[str, Any] = {
-    # Fidelity knobs (doubles.md §3): on by default, legacy values in LEGACY_PROFILE.
-    "full_error_body": True,
-    "real_auth_codes": True,
-    "check_actor": True,
-    "whoami_tenant_id": "tenant_test",
-    "public_admin": True,
-    "admin_detail": True,
-    "honour_wait": True,
-    "wait_timeout_seconds": 30.0,
-    "index_delay_seconds": 0.0,
-    "real_packs": True,
-    "pack_ttl_seconds": 60.0,
-    "answer_without_pack": True,
-    "context_block": True,
-    "bulk_max_items": 1000,
-    "max_labels": 50,
-    "allowed_scope_types": ALLOWED_SCOPE_TYPES,
-    "size_counts_role_prefix": True,
-    "rate_limit_requests": None,
-    "rate_limit_window_seconds": 60.0,
-    # Behaviour knobs (§8.2).
-    "fail_all": None,
-    "accept_token": None,
-    "token_rejection_code": "INVALID_TOKEN_SIGNATURE",
-    "whoami_caller": None,
-    "whoami_fails": None,
-    "whoami_answer": None,
-    "refuse_attribution": None,
-    "fail_registration": None,
-    "hide_listing_for": 0,
-    "rate_limit_events": 0,
-    "state_change_events": 0,
-    "rate_limit_experience": 0,
-    "rate_limit_forget": 0,
-    "apply_then_fail": 0,
-    "claim_then_fail": 0,
-    "fail_nth_experience": 0,
-    "arm_after_write": None,
-    "legacy_conflict_400": False,
-    "recall_down": False,
-    "expire_packs": 0,
-    "refers_unlisted": False,
-    "version_down": False,
-    "refers_refused": False,
-    "listing_delay_ms": 0,
-    "request_delay_ms": 0,
-    "padding_scopes": 0,
-    "string_prefix_scopes": False,
-    "erase_all_missing": False,
-    "erase_all_answer": None,
-    "scoped_erase_missing": False,
-    "erasure_incomplete_for": 0,
-    "scoped_erase_answer": None,
-    "erasure_running_for": 0,
-    "erasure_ends": None,
-    "erasure_poll_omits_status": False,
-    "erasure_poll_status": None,
-    "erasure_post_omits_status": False,
-    # Transport knobs (§8.3): a bare value (every response) or a fault(...).
-    "drop_connection_after_bytes": None,
-    "truncate_body": None,
-    "slow_body_bytes_per_second": None,
-    "oversize_body_bytes": None,
-    "malformed_json": False,
-    "gzip_body": False,
-    "retry_after_seconds": None,
-    "ratelimit_reset_seconds": None,
-    "reset_after": None,
-}
-
-KNOB_NAMES: FrozenSet[str] = frozenset(_DEFAULTS)
-"""Every knob a `DoubleState` accepts."""
-
-TRANSPORT_KNOBS: Tuple[str, ...] = (
-    "drop_connection_after_bytes",
-    "truncate_body",
-    "slow_body_bytes_per_second",
-    "oversize_body_bytes",
-    "malformed_json",
-    "gzip_body",
-    "retry_after_seconds",
-    "ratelimit_reset_seconds",
-    "reset_after",
-)
-
-_COUNT_KNOBS = frozenset(
-    {
-        "hide_listing_for",
-        "rate_limit_events",
-        "state_change_events",
-        "rate_limit_experience",
-        "rate_limit_forget",
-        "apply_then_fail",
-        "claim_then_fail",
-        "expire_packs",
-        "erasure_incomplete_for",
-        "erasure_running_for",
-    }
-)
-_FAILURE_KNOBS = frozenset({"fail_all", "whoami_fails", "refuse_attribution", "fail_registration"})
-
-LEGACY_PROFILE: Dict[str, Any] = {
-    "full_error_body": False,
-    "real_auth_codes": False,
-    "check_actor": False,
-    "whoami_tenant_id": None,
-    "public_admin": False,
-    "admin_detail": False,
-    "honour_wait": False,
-    "index_delay_seconds": 0.0,
-    "real_packs": False,
-    "answer_without_pack": False,
-    "context_block": False,
-    "bulk_max_items": None,
-    "max_labels": None,
-    "allowed_scope_types": None,
-    "size_counts_role_prefix": False,
-    "rate_limit_requests": None,
-}
-"""The simpler behaviour of earlier doubles (doubles.md §3), set at once by `legacy=True`."""
+__all__ = ["DoubleState", "Seen"]
 
 _SETTABLE = KNOB_NAMES | {"clock"}
 _COUNTER_NAMES = (
@@ -384,7 +171,7 @@ class DoubleState:
         object.__setattr__(self, "log", EventLog(lock))
         object.__setattr__(self, "_request_number", 0)
         object.__setattr__(self, "_windows", {})
-        for name, value in _DEFAULTS.items():
+        for name, value in DEFAULTS.items():
             object.__setattr__(self, name, value)
         if wire == "hosted":
             # The hosted backend's rate limiter: 300 requests a minute per token.
@@ -403,15 +190,15 @@ class DoubleState:
     def __setattr__(self, name: str, value: Any) -> None:
         if name not in _SETTABLE:
             raise AttributeError(f"{name!r} is not a knob of DoubleState")
-        if name in _COUNT_KNOBS:
-            _check_count(name, value)
-        elif name in _FAILURE_KNOBS:
-            _check_failure(name, value)
+        if name in COUNT_KNOBS:
+            check_count(name, value)
+        elif name in FAILURE_KNOBS:
+            check_failure(name, value)
         elif name == "arm_after_write" and value is not None:
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise ValueError("arm_after_write must be (rate_limit_events, hide_listing_for)")
-            _check_count("arm_after_write[0]", value[0])
-            _check_count("arm_after_write[1]", value[1])
+            check_count("arm_after_write[0]", value[0])
+            check_count("arm_after_write[1]", value[1])
             value = (value[0], value[1])
         elif name == "allowed_scope_types" and value is not None:
             value = frozenset(value)

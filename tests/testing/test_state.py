@@ -14,7 +14,7 @@ from cortex_memory.testing import (
     HostedDouble,
     fault,
 )
-from cortex_memory.testing._state import KNOB_NAMES, LEGACY_PROFILE
+from cortex_memory.testing._knobs import KNOB_NAMES, LEGACY_PROFILE
 
 LEGACY_VALUES = {
     "full_error_body": False,
