@@ -251,3 +251,33 @@ def test_connections_are_reused_after_full_reads_and_dropped_after_early_stops(m
             client.once("GET", "big")  # stopped at 64 KiB: the connection is closed
         client.once("GET", "v1/events")
         assert server.connections == 2
+
+
+@pytest.mark.parametrize("form", ["bare_lf", "obs_fold", "nul", "long_line", "many_headers"])
+def test_malformed_response_headers_never_hang(make_client, form: str) -> None:
+    with HostileServer("header_injection", variant="response", form=form, spare_whoami=True) as s:
+        client = make_client(s.url)
+        try:
+            outcome: object = client.once("GET", "v1/events").data
+        except (UnavailableError, EngineError) as err:
+            outcome = err
+    if form in ("long_line", "many_headers"):
+        assert isinstance(outcome, UnavailableError)
+        assert outcome.message.startswith("memory API request to 127.0.0.1: ")
+    else:  # tolerated by the HTTP parser: the body still has to be right
+        assert outcome == {} or isinstance(outcome, (UnavailableError, EngineError))
+
+
+def test_redirects_are_not_followed(make_client, canary: str) -> None:
+    with LoopbackServer(lambda request: (200, {}, {"stolen": True})) as elsewhere:
+        target = elsewhere.url + "/v1/events"
+        with HostileServer("redirect_elsewhere", location=target, spare_whoami=True) as server:
+            client = make_client(server.url)
+            with pytest.raises(EngineError) as caught:
+                client.retry_transient("GET", "v1/events")
+            assert server.hits == 2  # whoami and one attempt: Engine is not retried
+        assert elsewhere.hits == 0  # the bearer never went there
+    assert caught.value.message == (
+        "memory API v1/events on 127.0.0.1 returned HTTP 307 Temporary Redirect"
+    )
+    assert caught.value.status == 307

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import http.server
+import socket
+import threading
+
 import pytest
 
 from cortex_memory.cortex import CortexCredential, CortexWire
 from cortex_memory.cortex.transport import CLEARTEXT_REFUSED, HttpClient, is_loopback_host
-from cortex_memory.errors import ConfigError
+from cortex_memory.errors import ConfigError, EngineError
 from cortex_memory.testing.hostile import LoopbackServer
 
 KEY = CortexCredential.api_key("ctx_endpoint_test")
@@ -143,6 +147,40 @@ def test_base_path_is_kept_and_query_and_fragment_dropped(make_client) -> None:
             "path": "/prefix/inner/v1/events?scope=a%3Ab"
         }
         assert client.once("GET", "/v1/events").data == {"path": "/prefix/inner/v1/events"}
+
+
+def test_ipv6_loopback_works_end_to_end(make_client) -> None:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = b'{"ok":1}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    try:
+        server = Server(("::1", 0), Handler)
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = make_client(f"http://[::1]:{server.server_address[1]}", wire=CortexWire.TINYHUMANS)
+        with pytest.raises(EngineError):  # reached it: {"ok":1} is not the hosted envelope
+            client.once("GET", "memory/events")
+        client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 # -- host default headers ----------------------------------------------------------------------

@@ -143,7 +143,9 @@ class Response:
     """A 2xx answer: its status, the parsed body and the headers.
 
     ``data`` is the JSON value (hosted: the unwrapped ``data``; Direct: ``None``
-    for an empty body). ``attempts`` counts the attempts the call made.
+    for an empty body); a :meth:`HttpClient.probe` leaves it ``None``.
+    ``attempts`` counts the attempts the call made. The repr shows neither
+    the body nor the headers.
     """
 
     status: int
@@ -161,9 +163,6 @@ class _Family:
         self.pool = new_pool_manager()
         self.actor = ActorCache()
         self.pause = RateLimitPause()
-
-
-_UNSET: Any = object()
 
 
 class HttpClient:
@@ -355,8 +354,6 @@ class HttpClient:
             raise build_failure(self._endpoint.host) from exc
 
     def _url(self, route: str) -> str:
-        if not isinstance(route, str):
-            raise TypeError(f"route must be a str, not {type(route).__name__}")
         relative = route.lstrip("/")
         if _ROUTE.fullmatch(relative) is None:
             shown = _SHOWN_ROUTE.sub("?", strip_query(relative))[:100]
@@ -376,6 +373,8 @@ class HttpClient:
         actor: bool = True,
     ) -> Response:
         """Build and send one request, then read and map its answer (engine.md §5.4–5.6)."""
+        if not isinstance(route, str):
+            raise TypeError(f"route must be a str, not {type(route).__name__}")
         where = self._where(route)
         self._family.pause.wait(deadline, where)
         url = self._url(route)
@@ -436,12 +435,11 @@ class HttpClient:
                     raise
                 if watch.expired():
                     raise self._timed_out(deadline, by_deadline, where, None) from exc
-                relative = url[len(self._endpoint.base) :]
-                raise transport_failure(
-                    exc, host=self._endpoint.host, hide=(url, relative, "/" + relative)
-                ) from exc
+                relative = url[len(endpoint.base) :]
+                hide = (url, endpoint.path + relative, relative)
+                raise transport_failure(exc, host=endpoint.host, hide=hide) from exc
             WATCHDOG.follow(watch, response)
-            return self._answer(response, watch, route, deadline, by_deadline, read, parse)
+            return self._answer(response, watch, route, where, deadline, by_deadline, read, parse)
         finally:
             WATCHDOG.disarm(watch)
 
@@ -459,12 +457,12 @@ class HttpClient:
         response: Any,
         watch: Watch,
         route: str,
+        where: str,
         deadline: Deadline,
         by_deadline: bool,
         read: bool,
         parse: bool,
     ) -> Response:
-        where = self._where(route)
         status = int(response.status)
         ok = 200 <= status < 300
         if not ok:
