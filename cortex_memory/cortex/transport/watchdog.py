@@ -89,7 +89,9 @@ class Watchdog:
         with self._cond:
             heapq.heappush(self._heap, (watch.deadline, next(self._seq), watch))
             self._live += 1
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
+                # (Not alive: this is a forked child, where the parent's thread is gone.)
+                self._generation += 1
                 self._thread = threading.Thread(
                     target=self._run,
                     args=(self._generation,),
