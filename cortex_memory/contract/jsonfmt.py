@@ -120,9 +120,6 @@ class _Exact:
             return False
         return cn * self.lo_d == self.lo_n * cd or cn * self.hi_d == self.hi_n * cd
 
-    def below(self, cn: int, cd: int) -> bool:
-        return _less(cn, cd, self.vn, self.vd)
-
 
 def _fraction(d: int, k: int) -> Tuple[int, int]:
     return (d * 10**k, 1) if k >= 0 else (d, 10**-k)
@@ -138,6 +135,7 @@ def _shortest_f32(v: float) -> Tuple[str, int]:
     ``c`` strictly inside (or outside) too. Only when ``x`` lands exactly on a
     halfway point, or on ``v`` itself when the side matters, is the answer
     settled with exact integer arithmetic: the decimal is never rounded twice.
+    (Integers in [2**25, 2**26), whose float32 gap is 4, land on halfway points.)
     """
     bits: int = _U32_STRUCT.unpack(_F32_STRUCT.pack(v))[0]
     above = 2.0**128 if bits + 1 == _F32_INF_BITS else _f32_bits_value(bits + 1)
@@ -156,7 +154,6 @@ def _shortest_f32(v: float) -> Tuple[str, int]:
 
     def attempt(p: int) -> Optional[Tuple[int, int]]:
         """The spec's step for ``p`` digits: ``d``, else ``d + 1`` when ``d·10^k < v``."""
-        nonlocal exact
         text = f"{v:.{p - 1}e}"  # correctly rounded: a float32 is exact as a float64
         mark = text.index("e")
         d = int(text[0] + text[2:mark]) if p > 1 else int(text[0])
@@ -165,13 +162,11 @@ def _shortest_f32(v: float) -> Tuple[str, int]:
         if rounds_back(x, d, k):
             return d, k
         # The gap above a power of two is twice the gap below, so the nearest
-        # p-digit decimal can miss while the next one up fits.
+        # p-digit decimal can miss while the next one up fits. (x == v cannot
+        # reach here: v lies strictly between its halfway points, so x < v
+        # means exactly d·10^k < v.)
         if x > v:
             return None
-        if x == v:
-            exact = exact or _Exact(v, bits)
-            if not exact.below(*_fraction(d, k)):
-                return None
         if rounds_back(float(f"{d + 1}e{k}"), d + 1, k):
             return d + 1, k
         return None
@@ -356,8 +351,9 @@ def dumps(value: object) -> str:
 
 def _emit(o: Any, put: Callable[[str], None]) -> None:
     # One function with the common cases inlined: strings go through the C
-    # encoder, and a dict member whose value is a string or an int is written
-    # in one step. That keeps this walk within a small factor of json.dumps.
+    # encoder, and a dict member or list item that is a string (or a member
+    # that is an int) is written in one step, which keeps this walk within a
+    # small factor of json.dumps. A top-level string never gets here.
     t = type(o)
     if t is dict:
         sep = "{"
@@ -374,8 +370,6 @@ def _emit(o: Any, put: Callable[[str], None]) -> None:
                 _emit(item, put)
             sep = ","
         put("}" if sep == "," else "{}")
-    elif t is str:
-        put(_encode_str(o))
     elif t is list or t is tuple:
         sep = "["
         for item in o:

@@ -423,3 +423,27 @@ def test_format_f32_matches_the_spec_on_a_sweep_of_bit_patterns() -> None:
         bits = rng.randrange(1, 0x7F800000)
         value = struct.unpack("<f", struct.pack("<I", bits))[0]
         assert format_f32(value) == _spec_format_f32(value), bits
+
+
+def test_format_f32_settles_halfway_candidates_exactly() -> None:
+    # Above 2**25 the float32 gap is 4, so short decimals land exactly on the
+    # halfway points between neighbours: the exact (integer) path decides.
+    for value in [*range(2**25, 2**25 + 4000, 4), *range(2**26 - 4000, 2**26, 4)]:
+        assert format_f32(float(value)) == _spec_format_f32(float(value)), value
+    assert format_f32(33554452.0) == "33554452.0"
+    top = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
+    assert format_f32(top) == _spec_format_f32(top) == "3.4028235e38"
+
+
+def test_dumps_accepts_mapping_and_sequence_subclasses() -> None:
+    from collections import OrderedDict
+
+    class Items(list):  # type: ignore[type-arg]
+        pass
+
+    class Score(F32):
+        pass
+
+    ordered = OrderedDict([("b", Items([1, Score(0.5)])), ("a", None)])
+    assert dumps(ordered) == '{"b":[1,0.5],"a":null}'
+    assert dumps([ordered, (F32(0.25),)]) == '[{"b":[1,0.5],"a":null},[0.25]]'
