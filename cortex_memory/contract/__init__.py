@@ -1,7 +1,10 @@
 """The engine contract: pure types and rules shared by every engine (no I/O).
 
-Items, metadata, namespaces and reach, the JSON writer and the fingerprint
-(which is the item id). See ``docs/contract.md``.
+Items and metadata, namespaces and reach, filters, every request and response
+with its ``validate()``, the JSON writer (float32 values, timestamps), the
+fingerprint (which is the item id) and the ``MemoryEngine`` base class with its
+default helpers. The conformance suite lives in ``contract.conformance``.
+See ``docs/contract.md``.
 """
 
 from __future__ import annotations
