@@ -17,14 +17,14 @@ from cortex_memory.cortex.wire import (
 )
 
 __all__ = [
+    "BearerSource",
     "CORTEXDB_ENGINE_ID",
     "CORTEX_API_ENDPOINT",
-    "TINYHUMANS_API_ENDPOINT",
-    "TINYHUMANS_ENGINE_ID",
-    "BearerSource",
     "CortexCredential",
     "CortexWire",
     "Deadline",
     "StaticBearer",
+    "TINYHUMANS_API_ENDPOINT",
+    "TINYHUMANS_ENGINE_ID",
     "Timing",
 ]

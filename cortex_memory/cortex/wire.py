@@ -20,11 +20,11 @@ from cortex_memory.errors import EngineError, UnsupportedError
 __all__ = [
     "CORTEXDB_ENGINE_ID",
     "CORTEX_API_ENDPOINT",
+    "CortexWire",
     "HOSTED_HEALTH_PREFIX",
+    "Route",
     "TINYHUMANS_API_ENDPOINT",
     "TINYHUMANS_ENGINE_ID",
-    "CortexWire",
-    "Route",
     "Unwrapped",
     "unwrap_hosted",
 ]

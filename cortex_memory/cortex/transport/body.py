@@ -27,13 +27,13 @@ from cortex_memory.cortex.transport.failure import is_body_fault
 from cortex_memory.cortex.transport.watchdog import Watch
 
 __all__ = [
-    "ERROR_CAP",
-    "PIECE",
-    "SUCCESS_CAP",
     "BodyCut",
     "BodyTimeout",
     "BodyTooLarge",
     "BodyUndecodable",
+    "ERROR_CAP",
+    "PIECE",
+    "SUCCESS_CAP",
     "discard",
     "read_error_body",
     "read_success_body",

@@ -74,11 +74,11 @@ from cortex_memory.cortex.wire import CortexWire, Route, unwrap_hosted
 from cortex_memory.errors import ConfigError, EngineError, Error, UnavailableError
 
 __all__ = [
-    "READ_ATTEMPTS",
-    "STATE_CHANGE_ATTEMPTS",
     "Body",
     "HttpClient",
+    "READ_ATTEMPTS",
     "Response",
+    "STATE_CHANGE_ATTEMPTS",
     "backoff",
     "encode_body",
 ]
