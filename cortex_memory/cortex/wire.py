@@ -13,9 +13,12 @@ engine descriptors (which need contract types) live with the engine.
 from __future__ import annotations
 
 import enum
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, NamedTuple, Optional, Tuple
 
 from cortex_memory.errors import EngineError, UnsupportedError
+
+if TYPE_CHECKING:  # pragma: no cover - descriptors need contract types
+    from cortex_memory.contract.descriptor import EngineDescriptor
 
 __all__ = [
     "CORTEXDB_ENGINE_ID",
@@ -124,6 +127,12 @@ class CortexWire(enum.Enum):
         (The hosted schema refuses ``null`` with 400 ``VALIDATION_ERROR``.)
         """
         return not self.hosted
+
+    def descriptor(self) -> EngineDescriptor:
+        """This wire's registration: ``cortexdb_descriptor()`` or ``tinyhumans_descriptor()``."""
+        from cortex_memory.cortex.descriptors import cortexdb_descriptor, tinyhumans_descriptor
+
+        return tinyhumans_descriptor() if self.hosted else cortexdb_descriptor()
 
     def has_route(self, route: Route) -> bool:
         """True when ``route`` is ever sent on this wire."""
