@@ -72,11 +72,6 @@ class Probe:
     item: StoreItem
     filter: MetaFilter
 
-    @property
-    def kind(self) -> ItemKind:
-        """The probe item's kind."""
-        return self.item.item_kind
-
 
 def probes(run: Run) -> Tuple[Probe, ...]:
     """One probe per metadata field, all in the probe workspace (contract.md §9.2 table).
