@@ -9,6 +9,7 @@ progress, turns every engine ``Error`` on a call the engine must serve into a
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
@@ -57,14 +58,12 @@ _NONCE = re.compile(r"[0-9A-Za-z]{1,64}")
 # The process-wide part of every nonce, so two runs started in the same
 # nanosecond (or on a coarse clock) still differ.
 _counter_lock = threading.Lock()
-_counter = [0]
+_counter = itertools.count()
 
 
 def _next_count() -> int:
     with _counter_lock:
-        value = _counter[0]
-        _counter[0] = value + 1
-        return value
+        return next(_counter)
 
 
 @dataclass(frozen=True)

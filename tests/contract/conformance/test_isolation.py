@@ -10,6 +10,13 @@ import pytest
 from cortex_memory.contract import (
     ExplorePage,
     ExploreRequest,
+    FetchMode,
+    FetchPage,
+    FetchRequest,
+    ForgetReport,
+    ForgetTarget,
+    GetRequest,
+    Hit,
     ListPage,
     ListRequest,
     RecallAnswer,
@@ -72,6 +79,23 @@ class _Spy(ReferenceEngine):
         self.a = a
 
 
+class GetLeak(_Spy):
+    def get(self, request: GetRequest) -> List[Hit]:
+        return self.a.get(request)
+
+
+class FetchLeak(_Spy):
+    def fetch(self, request: FetchRequest) -> FetchPage:
+        if request.mode is FetchMode.VECTOR:
+            return self.a.fetch(request)
+        return super().fetch(request)
+
+
+class ForgetLeak(_Spy):
+    def forget(self, target: ForgetTarget) -> ForgetReport:
+        return self.a.forget(target)
+
+
 class RecallLeak(_Spy):
     def recall(self, request: RecallRequest) -> RecallAnswer:
         return self.a.recall(request)
@@ -108,6 +132,9 @@ class UserNodeLeak(ReferenceEngine):
 @pytest.mark.parametrize(
     ("spy", "detail"),
     [
+        (GetLeak, "B gets A's items with reach none: [`"),
+        (FetchLeak, "B's vector fetch of A's marker finds [`"),
+        (ForgetLeak, "B's forget of A's ids forgot 3 items"),
         (RecallLeak, "B's recall of A's marker cites"),
         (ExploreLeak, "B's namespace facet over the run counts 3 items"),
         (StoreReplaysAcrossTenants, "B storing A's first item was a replay of A's copy"),
