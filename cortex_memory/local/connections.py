@@ -1,0 +1,253 @@
+"""SQLite connections for the local engine: a small pool, transactions, error mapping.
+
+One :class:`LocalEngine` is shared by many threads. A ``sqlite3`` connection
+must not be used by two threads at once, so the engine borrows a connection
+from a :class:`ConnectionPool` for the length of one call and gives it back:
+
+- a database **file** gets up to ``size`` connections (WAL mode lets readers
+  run side by side with one writer; writers queue on SQLite's own lock, up to
+  the busy timeout);
+- ``":memory:"`` gets exactly **one** connection, guarded by the pool: a
+  private in-memory database lives and dies with its connection, and
+  shared-cache mode would trade that for table-level ``SQLITE_LOCKED`` errors
+  that no busy timeout waits out.
+
+Every ``sqlite3`` failure leaves through :func:`sqlite_errors` as an
+``EngineError`` (or ``UnavailableError`` when the database stayed locked past
+the busy timeout), with the original exception as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+from typing import Callable, Iterator, List, Optional
+
+from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
+
+__all__ = [
+    "ConnectionPool",
+    "open_connection",
+    "savepoint",
+    "sqlite_errors",
+    "write_transaction",
+]
+
+_log = logging.getLogger(__name__)
+
+MEMORY = ":memory:"
+
+# sqlite3 result codes meaning "someone else holds the lock".
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    if code is not None:
+        return (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "database is locked" in text or "is busy" in text or "table is locked" in text
+
+
+@contextlib.contextmanager
+def sqlite_errors(action: str) -> Iterator[None]:
+    """Translate ``sqlite3`` failures met while doing ``action`` into the error tree.
+
+    A lock held past the busy timeout is transient (``UnavailableError``);
+    every other database failure is the engine's own (``EngineError``). Text
+    that cannot be encoded as UTF-8 (a lone surrogate) is a bad request.
+    SQLite's messages name tables and conditions, never the data bound to a
+    statement, so they are safe to pass on.
+    """
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if _is_busy(exc):
+            raise UnavailableError(
+                f"the local database stayed locked by another writer while {action}"
+            ) from exc
+        raise EngineError(f"local database failure while {action}: {exc}") from exc
+    except UnicodeEncodeError as exc:
+        raise InvalidRequestError(
+            "text must be valid Unicode (it holds a lone surrogate)"
+        ) from exc
+    except OSError as exc:
+        # Only opening touches the file system directly (making the folder).
+        raise EngineError(
+            f"local database failure while {action}: {exc.strerror or type(exc).__name__}"
+        ) from exc
+
+
+def _prepare_file(path: str) -> None:
+    """Create the database's folder and an empty private file when they are missing.
+
+    SQLite would create the file with the process umask (often world-readable);
+    memory is private, so a new file starts as 0600, and SQLite gives its
+    ``-wal`` and ``-shm`` companions the same permissions.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def open_connection(path: str, timeout: float) -> sqlite3.Connection:
+    """Open one connection in autocommit mode (transactions are explicit).
+
+    ``timeout`` is SQLite's busy timeout in seconds: how long a statement waits
+    for another connection's lock before failing with "database is locked".
+    """
+    if path != MEMORY:
+        _prepare_file(path)
+    conn = sqlite3.connect(
+        path, timeout=timeout, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("PRAGMA temp_store = MEMORY")
+        if path != MEMORY:
+            # WAL + NORMAL: a commit survives a crash of the application; only
+            # a power loss can take the last transactions back.
+            conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; roll back when the block raises.
+
+    Taking the write lock up front means a transaction never has to upgrade a
+    read lock, which in WAL mode fails at once instead of waiting.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        _rollback(conn)
+        raise
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        _rollback(conn)
+        raise
+
+
+@contextlib.contextmanager
+def read_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A deferred transaction: the statements inside see one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        _rollback(conn)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            _log.debug("rollback failed", exc_info=True)
+
+
+@contextlib.contextmanager
+def savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
+    """A nested, all-or-nothing step inside a transaction (one item of a batch)."""
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO {name}")
+        conn.execute(f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")
+
+
+class ConnectionPool:
+    """Hands out connections to one database, each to one caller at a time.
+
+    ``size`` caps how many connections exist; a caller that finds them all in
+    use waits for one. :meth:`close` closes idle connections at once and
+    busy ones as they come back; borrowing after it raises ``EngineError``.
+    """
+
+    def __init__(self, opener: Callable[[], sqlite3.Connection], size: int) -> None:
+        self._opener = opener
+        self._size = size
+        self._cond = threading.Condition(threading.Lock())
+        self._idle: List[sqlite3.Connection] = []
+        self._count = 0
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        with self._cond:
+            return self._closed
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """Borrow a connection for the block (opening one when the pool has room)."""
+        conn = self._acquire()
+        try:
+            yield conn
+        finally:
+            self._release(conn)
+
+    def _acquire(self) -> sqlite3.Connection:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise EngineError("the local engine is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self._size:
+                    self._count += 1
+                    break
+                self._cond.wait()
+        # Open outside the lock: it touches the file system.
+        try:
+            return self._opener()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            _rollback(conn)  # a call that failed half-way never leaks its transaction
+        with self._cond:
+            if not self._closed:
+                self._idle.append(conn)
+                self._cond.notify()
+                return
+            self._count -= 1
+        conn.close()
+
+    def close(self) -> None:
+        """Close idle connections now and the others when they come back."""
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._count -= len(idle)
+            self._cond.notify_all()
+        for conn in idle:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                _log.debug("closing a connection failed", exc_info=True)
+
+    def idle_count(self) -> Optional[int]:
+        """How many connections sit idle (for tests)."""
+        with self._cond:
+            return len(self._idle)

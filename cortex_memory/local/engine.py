@@ -1,0 +1,353 @@
+"""``LocalEngine``: the whole engine contract on one SQLite file (or in memory).
+
+Every public method validates its request first (the contract's rule), then
+borrows a connection from the pool for the length of the call. The SQL lives
+in the modules next to this one: ``writes`` (store, forget, erase), ``reads``
+(list, export, get, fetch), ``explore``, ``consolidate`` and ``recall``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+from typing import Iterable, Iterator, List, Union
+
+from cortex_memory.contract import (
+    BeliefsRequest,
+    ConsolidateReceipt,
+    ConsolidateRequest,
+    Consolidation,
+    EngineDescriptor,
+    EngineHealth,
+    EraseReport,
+    EraseRequest,
+    ExplorePage,
+    ExploreRequest,
+    ExportPage,
+    FetchMode,
+    FetchPage,
+    FetchRequest,
+    ForgetFilter,
+    ForgetIds,
+    ForgetReport,
+    ForgetTarget,
+    GetRequest,
+    Hit,
+    ItemId,
+    ListPage,
+    ListRequest,
+    Reach,
+    RecallAnswer,
+    RecallRequest,
+    StoreItem,
+    StoreReceipt,
+    WaitFor,
+    forget_within_ids,
+    validate_many,
+)
+from cortex_memory.contract.engine import MemoryEngine
+from cortex_memory.errors import Error, InvalidRequestError
+from cortex_memory.local import consolidate as beliefs_layer
+from cortex_memory.local import reads, writes
+from cortex_memory.local.connections import (
+    MEMORY,
+    ConnectionPool,
+    open_connection,
+    read_transaction,
+    sqlite_errors,
+)
+from cortex_memory.local.explore import explore as explore_sql
+from cortex_memory.local.recall import answer, recall_query
+from cortex_memory.local.schema import FTS_OK, ensure_schema, fts5_available, fts_state, rebuild_fts
+from cortex_memory.local.search import Query
+from cortex_memory.local.store import prepare
+
+__all__ = ["LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
+
+_log = logging.getLogger(__name__)
+
+#: The registry id of the local engine.
+LOCAL_ENGINE_ID = "local"
+
+_DESCRIPTOR = EngineDescriptor(
+    id=LOCAL_ENGINE_ID,
+    label="Local (SQLite)",
+    description="Memory in one SQLite file on this machine: no server, no account.",
+    hosted=False,
+    needs_endpoint=False,
+    needs_key=False,
+    default_endpoint=None,
+    fetch_modes=(FetchMode.KEYWORD, FetchMode.VECTOR, FetchMode.HYBRID),
+    consolidation=Consolidation.ON_DEMAND,
+)
+
+
+def local_descriptor() -> EngineDescriptor:
+    """What the local engine is and offers (the registry lists it under ``local``)."""
+    return _DESCRIPTOR
+
+
+class LocalEngine(MemoryEngine):
+    """The embedded engine: SQLite (stdlib ``sqlite3``), FTS5 where the build has it.
+
+    ``path`` is a database file (created, with its folder, when missing) or
+    ``":memory:"`` for a private database that lives as long as the engine.
+    ``tenant`` is a hidden partition: engines with different tenants on one
+    file never see or touch each other's items. One engine may be shared by
+    any number of threads; several processes may use one file (WAL mode).
+
+    Keyword-only tuning: ``timeout`` is SQLite's busy timeout in seconds (how
+    long a write waits for another writer before ``UnavailableError``);
+    ``use_fts=False`` ranks keywords without FTS5 even when the build has it
+    (the documented fallback); ``pool_size`` caps the connections to a file.
+    """
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        tenant: str = "default",
+        timeout: float = 10.0,
+        use_fts: bool = True,
+        pool_size: int = 4,
+    ) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"LocalEngine path must be a str or a path, not {type(path).__name__}")
+        if not isinstance(tenant, str):
+            raise TypeError(f"LocalEngine tenant must be a str, not {type(tenant).__name__}")
+        if not tenant.strip():
+            raise InvalidRequestError("a local tenant must not be blank")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise TypeError("LocalEngine timeout must be a non-negative number of seconds")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise TypeError("LocalEngine pool_size must be a positive int")
+        self._path = os.fspath(path)
+        if not self._path:
+            raise InvalidRequestError("a local database path must not be empty")
+        self._tenant = tenant
+        self._timeout = float(timeout)
+        self._want_fts = bool(use_fts)
+        self._memory = self._path == MEMORY
+        self._pool = ConnectionPool(self._connect, 1 if self._memory else pool_size)
+        self._init_lock = threading.Lock()
+        self._ready = False
+        self._fts = False
+
+    def __repr__(self) -> str:
+        return f"LocalEngine({self._path!r})"
+
+    # -- connections -----------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        return open_connection(self._path, self._timeout)
+
+    def _ensure_ready(self, conn: sqlite3.Connection) -> None:
+        # The first call sets the file up (schema, WAL, FTS5); later calls only
+        # take the lock to read the flag.
+        with self._init_lock:
+            if self._ready:
+                return
+            fts = self._want_fts and fts5_available(conn)
+            ensure_schema(conn, use_fts=fts, memory=self._memory)
+            self._fts = fts
+            self._ready = True
+            _log.debug("local database ready (fts5: %s)", fts)
+
+    @contextlib.contextmanager
+    def _session(self, action: str) -> Iterator[sqlite3.Connection]:
+        with sqlite_errors(action), self._pool.connection() as conn:
+            self._ensure_ready(conn)
+            yield conn
+
+    def _keyword_index(self, conn: sqlite3.Connection) -> bool:
+        """True when keyword ranking may use FTS5, rebuilding the index if
+        another connection wrote without it."""
+        if not self._fts:
+            return False
+        if fts_state(conn) != FTS_OK:
+            rebuild_fts(conn)
+        return True
+
+    @property
+    def uses_fts(self) -> bool:
+        """True when keyword ranking runs on FTS5 (known once the database is open)."""
+        with self._init_lock:
+            return self._fts
+
+    # -- what the engine is ----------------------------------------------------
+
+    def descriptor(self) -> EngineDescriptor:
+        """Id ``local``: keyword, vector and hybrid fetch; consolidation on demand."""
+        return _DESCRIPTOR
+
+    def health(self) -> EngineHealth:
+        """``ok`` when the database opens and reads; ``down`` with the reason otherwise."""
+        try:
+            with self._session("checking health") as conn:
+                conn.execute("SELECT count(*) FROM engine_info").fetchone()
+        except Error as exc:
+            return EngineHealth.down(exc.message)
+        except Exception as exc:  # health never raises
+            return EngineHealth.down(f"the local database cannot be read ({type(exc).__name__})")
+        return EngineHealth.ok()
+
+    # -- writes ------------------------------------------------------------------
+
+    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+        """Store ``item`` (id = fingerprint); the same item again is a replay.
+
+        A write is visible as soon as it returns, so ``ACCEPTED`` is served as
+        ``VISIBLE``.
+        """
+        if not isinstance(item, StoreItem):
+            raise TypeError(f"store takes a StoreItem, not {type(item).__name__}")
+        return self.store_many([item], wait=wait)[0]
+
+    def store_many(
+        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
+    ) -> List[StoreReceipt]:
+        """Store 1..=100 items in one transaction; receipts in item order.
+
+        Each item is all or nothing; if one fails, those before it stay stored.
+        """
+        _check_wait(wait)
+        batch = validate_many(items)
+        prepared = [prepare(item) for item in batch]
+        with self._session("storing items") as conn:
+            return writes.store_batch(conn, self._tenant, prepared, fts=self._fts)
+
+    def forget(self, target: ForgetTarget) -> ForgetReport:
+        """By ids: wherever they live (sandboxes too). By filter: inside its reach."""
+        if not isinstance(target, ForgetTarget):
+            raise TypeError(f"forget takes a ForgetTarget, not {type(target).__name__}")
+        target.validate()
+        with self._session("forgetting items") as conn:
+            if isinstance(target, ForgetIds):
+                count = writes.forget_ids(conn, self._tenant, target.ids, fts=self._fts)
+            elif isinstance(target, ForgetFilter):
+                count = writes.forget_filter(conn, self._tenant, target.filter, fts=self._fts)
+            else:
+                raise TypeError(f"unknown forget target {type(target).__name__}")
+        return ForgetReport(count)
+
+    def forget_within(self, ids: Iterable[ItemId], reach: Reach) -> ForgetReport:
+        """Forget ``ids`` only where ``reach`` admits them, in one transaction."""
+        unique = forget_within_ids(ids)
+        if not isinstance(reach, Reach):
+            raise TypeError(f"forget_within takes a Reach, not {type(reach).__name__}")
+        with self._session("forgetting items") as conn:
+            count = writes.forget_within(conn, self._tenant, unique, reach, fts=self._fts)
+        return ForgetReport(count)
+
+    def erase(self, request: EraseRequest) -> EraseReport:
+        """Hard-delete by node(s) and kinds (``inherit`` is ignored: never upwards)."""
+        request.validate()
+        with self._session("erasing items") as conn:
+            scopes = writes.erase_reach(
+                conn, self._tenant, request.reach, request.kinds, fts=self._fts
+            )
+        return EraseReport(scopes)
+
+    # -- reads -------------------------------------------------------------------
+
+    def list(self, request: ListRequest) -> ListPage:
+        """The items the filter admits in insertion order (≤ 1000 per page, score 0.0)."""
+        request.validate()
+        with self._session("listing items") as conn:
+            return reads.list_page(
+                conn, self._tenant, request.filter, request.cursor, request.limit
+            )
+
+    def list_preview(self, request: ListRequest) -> ListPage:
+        """Like :meth:`list`, with each text cut to its first 512 characters."""
+        request.validate()
+        with self._session("listing items") as conn:
+            return reads.list_page(
+                conn, self._tenant, request.filter, request.cursor, request.limit,
+                preview=True,
+            )
+
+    def export(self, request: ListRequest) -> ExportPage:
+        """The items the filter admits, whole, paged like :meth:`list`."""
+        request.validate()
+        with self._session("exporting items") as conn:
+            return reads.export_page(
+                conn, self._tenant, request.filter, request.cursor, request.limit
+            )
+
+    def get(self, request: GetRequest) -> builtins.list[Hit]:
+        """Whole items by id in the order asked; unknown or out-of-reach ids left out."""
+        request.validate()
+        with self._session("reading items") as conn:
+            return reads.get_hits(conn, self._tenant, request.ids, request.reach)
+
+    def explore(self, request: ExploreRequest) -> ExplorePage:
+        """Facet counts over the first ``scan_limit`` items the filter admits."""
+        request.validate()
+        with self._session("exploring items") as conn:
+            return explore_sql(conn, self._tenant, request)
+
+    def fetch(self, request: FetchRequest) -> FetchPage:
+        """Rank the items the filter admits (keyword, vector or hybrid), best first."""
+        _DESCRIPTOR.ensure_mode(request.mode)
+        request.validate()
+        offset = reads.offset_of(request.cursor)
+        query = Query.of(request.query)
+        with self._session("fetching items") as conn:
+            use_fts = request.mode is not FetchMode.VECTOR and self._keyword_index(conn)
+            with read_transaction(conn):
+                pairs, cursor = reads.ranked_hits(
+                    conn, self._tenant, request.mode, query, request.filter,
+                    request.refers_to, offset, request.limit, use_fts=use_fts,
+                )
+                beliefs: builtins.list[Hit] = []
+                if request.beliefs > 0:
+                    beliefs = beliefs_layer.read(
+                        conn, self._tenant, request.filter.reach, request.query,
+                        min(request.beliefs, reads.MAX_PAGE),
+                    )
+        return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
+
+    def recall(self, request: RecallRequest) -> RecallAnswer:
+        """An extractive answer: the best sentences of the best items, with citations."""
+        request.validate()
+        query = recall_query(request.question)
+        with self._session("recalling") as conn:
+            use_fts = self._keyword_index(conn)
+            with read_transaction(conn):
+                pairs, _cursor = reads.ranked_hits(
+                    conn, self._tenant, FetchMode.HYBRID, query, request.filter,
+                    request.refers_to, 0, request.limit, use_fts=use_fts,
+                )
+        return answer(query, reads.items_of(pairs))
+
+    # -- beliefs -----------------------------------------------------------------
+
+    def consolidate(self, request: ConsolidateRequest) -> ConsolidateReceipt:
+        """Distil beliefs from the items in reach now; answers ``completed``."""
+        request.validate()
+        with self._session("consolidating") as conn:
+            return beliefs_layer.build(conn, self._tenant, request)
+
+    def beliefs(self, request: BeliefsRequest) -> builtins.list[Hit]:
+        """Beliefs at nodes the reach admits: ranked by the query, or most confident
+        first, then newest."""
+        request.validate()
+        with self._session("reading beliefs") as conn:
+            return beliefs_layer.read(
+                conn, self._tenant, request.reach, request.query,
+                min(request.limit, reads.MAX_PAGE),
+            )
+
+    def close(self) -> None:
+        """Close every connection (busy ones as their calls finish); later calls fail."""
+        self._pool.close()
+
+
+def _check_wait(wait: object) -> None:
+    if not isinstance(wait, WaitFor):
+        raise TypeError(f"wait must be a WaitFor, not {type(wait).__name__}")

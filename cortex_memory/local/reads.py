@@ -1,0 +1,200 @@
+"""Reads of the local engine: list, list_preview, export, get, fetch and recall's ranking.
+
+Listings walk ``items`` in insertion order with keyset cursors (``k<seq>``:
+"after row seq"), so a page costs the same however deep it is and items
+written or forgotten meanwhile never shift the pages. Ranked reads use an
+offset cursor (``o<offset>``) into the ranking, which is recomputed per page.
+No page holds more than :data:`MAX_PAGE` hits; a larger ``limit`` gets a
+short page with a cursor.
+
+Every row read back is checked with ``MetaFilter.matches`` (or the reach)
+before it leaves, on top of the SQL condition.
+"""
+
+# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
+# only; every value is bound as a parameter, never formatted into the text.
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from cortex_memory.contract import (
+    Exported,
+    ExportPage,
+    FetchMode,
+    Hit,
+    ListPage,
+    MetaFilter,
+    Reach,
+    StoreItem,
+    TimeHint,
+    admitted_by,
+    in_request_order,
+)
+from cortex_memory.errors import EngineError, InvalidRequestError
+from cortex_memory.local.search import ITEMS, Query, hint_window, ranked_page, ranking
+from cortex_memory.local.sqlfilter import filter_condition, reach_condition
+from cortex_memory.local.store import (
+    HIT_COLUMNS,
+    chunks,
+    hit_of,
+    item_of,
+    kind_of,
+    meta_of,
+    rows_by_seq,
+)
+
+__all__ = [
+    "MAX_PAGE",
+    "export_page",
+    "get_hits",
+    "keyset_after",
+    "list_page",
+    "offset_of",
+    "ranked_hits",
+]
+
+#: Most hits (or exported items) one page holds.
+MAX_PAGE = 1000
+
+_KEYSET = re.compile(r"k([0-9]{1,18})")
+_OFFSET = re.compile(r"o([0-9]{1,12})")
+
+
+def _unknown(cursor: str) -> InvalidRequestError:
+    shown = cursor if len(cursor) <= 80 else cursor[:80] + "…"
+    return InvalidRequestError(f"unknown cursor `{shown}`")
+
+
+def keyset_after(cursor: Optional[str]) -> int:
+    """The seq a listing cursor continues after (0 for the first page)."""
+    if cursor is None:
+        return 0
+    match = _KEYSET.fullmatch(cursor)
+    if match is None:
+        raise _unknown(cursor)
+    return int(match.group(1))
+
+
+def offset_of(cursor: Optional[str]) -> int:
+    """The ranking offset a fetch cursor continues at (0 for the first page)."""
+    if cursor is None:
+        return 0
+    match = _OFFSET.fullmatch(cursor)
+    if match is None:
+        raise _unknown(cursor)
+    return int(match.group(1))
+
+
+def _listing_rows(
+    conn: sqlite3.Connection, tenant: str, flt: MetaFilter, cursor: Optional[str], limit: int
+) -> Tuple[List[Tuple[object, ...]], Optional[str]]:
+    after = keyset_after(cursor)
+    size = min(limit, MAX_PAGE)
+    where, params = filter_condition(flt, tenant)
+    rows = conn.execute(
+        f"SELECT {HIT_COLUMNS} FROM items c WHERE {where} AND c.seq > ? ORDER BY c.seq LIMIT ?",
+        (*params, after, size + 1),
+    ).fetchall()
+    next_cursor = f"k{rows[size - 1][0]}" if len(rows) > size else None
+    return rows[:size], next_cursor
+
+
+def list_page(
+    conn: sqlite3.Connection,
+    tenant: str,
+    flt: MetaFilter,
+    cursor: Optional[str],
+    limit: int,
+    *,
+    preview: bool = False,
+) -> ListPage:
+    """A page of the items ``flt`` admits, in insertion order, every score 0.0."""
+    rows, next_cursor = _listing_rows(conn, tenant, flt, cursor, limit)
+    hits: List[Hit] = []
+    for row in rows:
+        meta = meta_of(str(row[1]), str(row[5]))
+        if flt.matches(kind_of(row[2]), meta):
+            hits.append(hit_of(row, meta, preview=preview))
+    return ListPage(tuple(hits), next_cursor)
+
+
+def export_page(
+    conn: sqlite3.Connection, tenant: str, flt: MetaFilter, cursor: Optional[str], limit: int
+) -> ExportPage:
+    """Like :func:`list_page`, with each item whole; unreadable rows go to ``incomplete``."""
+    rows, next_cursor = _listing_rows(conn, tenant, flt, cursor, limit)
+    exported: List[Exported] = []
+    incomplete: List[str] = []
+    for row in rows:
+        item_id = str(row[1])
+        try:
+            item = item_of(item_id, str(row[5]))
+        except EngineError:
+            incomplete.append(item_id)
+            continue
+        if flt.matches(item.item_kind, item.meta):
+            exported.append(Exported(item_id, item))
+    return ExportPage(tuple(exported), tuple(incomplete), next_cursor)
+
+
+def get_hits(
+    conn: sqlite3.Connection, tenant: str, ids: Sequence[str], reach: Optional[Reach]
+) -> List[Hit]:
+    """The hits for ``ids`` that live where ``reach`` admits, in the order asked."""
+    reach_sql, reach_params = reach_condition(reach, "c")
+    unique = list(dict.fromkeys(ids))
+    found: List[Hit] = []
+    for chunk in chunks(unique):
+        marks = ", ".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT {HIT_COLUMNS} FROM items c WHERE c.tenant = ? AND c.id IN ({marks}) "
+            f"AND {reach_sql}",
+            (tenant, *chunk, *reach_params),
+        ):
+            hit = hit_of(row)
+            if admitted_by(reach, hit.meta.namespace):
+                found.append(hit)
+    return in_request_order(ids, found)
+
+
+def ranked_hits(
+    conn: sqlite3.Connection,
+    tenant: str,
+    mode: FetchMode,
+    query: Query,
+    flt: MetaFilter,
+    hint: Optional[TimeHint],
+    offset: int,
+    limit: int,
+    *,
+    use_fts: bool,
+) -> Tuple[List[Tuple[Hit, str]], Optional[str]]:
+    """``(hit, item_json)`` pairs ranked ``offset ..`` (at most ``limit``, capped at
+    :data:`MAX_PAGE`), and the cursor of the next page."""
+    size = min(limit, MAX_PAGE)
+    statement = ranking(
+        ITEMS, mode, query, filter_condition(flt, tenant), use_fts=use_fts,
+        window=hint_window(hint),
+    )
+    if statement is None:
+        return [], None
+    ranked, more = ranked_page(conn, statement, offset, size)
+    rows: Dict[int, Tuple[object, ...]] = {
+        int(str(row[0])): row for row in rows_by_seq(conn, [seq for seq, _ in ranked])
+    }
+    out: List[Tuple[Hit, str]] = []
+    for seq, score in ranked:
+        row = rows.get(seq)
+        if row is None:
+            continue  # forgotten between the two statements
+        meta = meta_of(str(row[1]), str(row[5]))
+        if flt.matches(kind_of(row[2]), meta):
+            out.append((hit_of(row, meta, score=score), str(row[5])))
+    return out, (f"o{offset + len(ranked)}" if more else None)
+
+
+def items_of(pairs: Sequence[Tuple[Hit, str]]) -> List[Tuple[Hit, StoreItem]]:
+    """Rebuild the stored items of ranked pairs (recall quotes their sentences)."""
+    return [(hit, item_of(hit.id, item_json)) for hit, item_json in pairs]

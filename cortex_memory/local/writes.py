@@ -1,0 +1,182 @@
+"""Writes of the local engine: store, store_many, forget (ids, filter, within a reach), erase.
+
+Each function takes a borrowed connection and runs in its own write
+transaction (``BEGIN IMMEDIATE``), so a write is all or nothing and sees no
+other writer half-way. Filter-driven deletes walk the matching rows in
+:data:`SCAN` sized slices (by ``seq``), so memory stays bounded however many
+rows go.
+"""
+
+# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
+# only; every value is bound as a parameter, never formatted into the text.
+from __future__ import annotations
+
+import sqlite3
+from typing import Iterable, List, Optional, Sequence, Set, Tuple
+
+from cortex_memory.contract import (
+    ItemKind,
+    MetaFilter,
+    Namespace,
+    Reach,
+    StoreReceipt,
+)
+from cortex_memory.local.connections import savepoint, write_transaction
+from cortex_memory.local.schema import mark_fts_stale
+from cortex_memory.local.sqlfilter import filter_condition, reach_condition
+from cortex_memory.local.store import Prepared, chunks, delete_seqs, insert, kind_of, meta_of
+
+__all__ = [
+    "SCAN",
+    "erase_reach",
+    "forget_filter",
+    "forget_ids",
+    "forget_within",
+    "store_batch",
+]
+
+#: Rows read per slice while deleting by filter.
+SCAN = 500
+
+
+def store_batch(
+    conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared], *, fts: bool
+) -> List[StoreReceipt]:
+    """Store prepared items in order, one commit for the batch, each item all or nothing.
+
+    Every item gets its own savepoint: when one fails, the items before it
+    are still committed (so sending the batch again gives replays for them),
+    and the failure is raised.
+    """
+    receipts: List[StoreReceipt] = []
+    failure: Optional[BaseException] = None
+    with write_transaction(conn):
+        for item in batch:
+            try:
+                with savepoint(conn, "cm_item"):
+                    created = insert(conn, tenant, item, fts=fts)
+            except Exception as exc:  # committed up to here, then raised below
+                failure = exc
+                break
+            receipts.append(StoreReceipt(item.id, not created))
+        if not fts and any(not r.replayed for r in receipts):
+            mark_fts_stale(conn)
+    if failure is not None:
+        raise failure
+    return receipts
+
+
+def _finish_delete(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) -> int:
+    if not seqs:
+        return 0
+    removed = delete_seqs(conn, seqs, fts=fts)
+    if not fts:
+        mark_fts_stale(conn)
+    return removed
+
+
+def forget_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[str], *, fts: bool) -> int:
+    """Delete ``tenant``'s items by id wherever they live (sandboxes included)."""
+    unique = list(dict.fromkeys(ids))
+    removed = 0
+    with write_transaction(conn):
+        for chunk in chunks(unique):
+            seqs = [
+                int(row[0])
+                for row in conn.execute(
+                    f"SELECT seq FROM items WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
+                    (tenant, *chunk),
+                )
+            ]
+            removed += _finish_delete(conn, seqs, fts)
+    return removed
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _matching_slices(
+    conn: sqlite3.Connection, where: str, params: Sequence[object]
+) -> Iterable[List[Tuple[int, str, str, str]]]:
+    """Slices of ``(seq, id, kind, item_json)`` rows matching ``where``, by seq.
+
+    The caller may delete each slice before asking for the next one.
+    """
+    after = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT c.seq, c.id, c.kind, c.item_json FROM items c WHERE {where} "
+            "AND c.seq > ? ORDER BY c.seq LIMIT ?",
+            (*params, after, SCAN),
+        ).fetchall()
+        if rows:
+            yield rows
+        if len(rows) < SCAN:
+            return
+        after = rows[-1][0]
+
+
+def forget_filter(
+    conn: sqlite3.Connection, tenant: str, flt: MetaFilter, *, fts: bool
+) -> int:
+    """Delete every item of ``tenant`` the filter admits (confined by its reach)."""
+    where, params = filter_condition(flt, tenant)
+    removed = 0
+    with write_transaction(conn):
+        for rows in _matching_slices(conn, where, params):
+            doomed = [
+                seq for seq, item_id, kind, item_json in rows
+                if flt.matches(kind_of(kind), meta_of(item_id, item_json))
+            ]
+            removed += _finish_delete(conn, doomed, fts)
+    return removed
+
+
+def forget_within(
+    conn: sqlite3.Connection, tenant: str, ids: Sequence[str], reach: Reach, *, fts: bool
+) -> int:
+    """Delete the items among ``ids`` that live where ``reach`` admits; look nowhere else."""
+    reach_sql, reach_params = reach_condition(reach, "c")
+    removed = 0
+    with write_transaction(conn):
+        for chunk in chunks(ids):
+            rows = conn.execute(
+                f"SELECT c.seq, c.id, c.item_json FROM items c WHERE c.tenant = ? "
+                f"AND c.id IN ({_marks(len(chunk))}) AND {reach_sql}",
+                (tenant, *chunk, *reach_params),
+            ).fetchall()
+            doomed = [
+                seq for seq, item_id, item_json in rows
+                if reach.admits(meta_of(item_id, item_json).namespace)
+            ]
+            removed += _finish_delete(conn, doomed, fts)
+    return removed
+
+
+def erase_reach(
+    conn: sqlite3.Connection,
+    tenant: str,
+    reach: Reach,
+    kinds: Sequence[ItemKind],
+    *,
+    fts: bool,
+) -> int:
+    """Hard-delete the items at the nodes of ``reach`` (never above it) of ``kinds``.
+
+    Returns the number of distinct (node, kind) pairs that lost items.
+    """
+    flat = Reach(reach.at, False, reach.descendants)
+    flt = MetaFilter(reach=flat, kinds=tuple(kinds))
+    where, params = filter_condition(flt, tenant)
+    scopes: Set[Tuple[str, str]] = set()
+    with write_transaction(conn):
+        for rows in _matching_slices(conn, where, params):
+            doomed: List[int] = []
+            for seq, item_id, kind, item_json in rows:
+                namespace: Namespace = meta_of(item_id, item_json).namespace
+                if flat.admits(namespace) and flt.admits_kind(kind_of(kind)):
+                    doomed.append(seq)
+                    scopes.add((str(namespace), kind))
+            _finish_delete(conn, doomed, fts)
+    return len(scopes)
