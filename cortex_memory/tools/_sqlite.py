@@ -17,7 +17,7 @@ from typing import Iterator, Union
 
 from cortex_memory.errors import EngineError
 
-__all__ = ["MEMORY_PATH", "Database", "StrPath"]
+__all__ = ["Database", "MEMORY_PATH", "StrPath"]
 
 StrPath = Union[str, "os.PathLike[str]"]
 #: The path of a private in-memory database.

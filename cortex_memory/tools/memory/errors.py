@@ -14,10 +14,13 @@ from cortex_memory.errors import Error, InvalidRequestError, UnauthorizedError
 
 __all__ = [
     "CONTENT_EMPTY",
+    "CONTENT_REJECTED",
     "CONTENT_TOO_LONG",
     "KEY_NOT_FOUND",
-    "CONTENT_REJECTED",
     "MUTATION_DENIED",
+    "MemoryRequestError",
+    "MemoryToolError",
+    "MemoryUnauthorizedError",
     "READ_NEEDS_KEYS",
     "READ_TOO_MANY_KEYS",
     "ROOT_ONLY",
@@ -26,9 +29,6 @@ __all__ = [
     "SCAN_QUERY_EMPTY",
     "SCAN_QUERY_TOO_LONG",
     "WRITER_REQUIRED",
-    "MemoryRequestError",
-    "MemoryToolError",
-    "MemoryUnauthorizedError",
 ]
 
 SCAN_QUERY_EMPTY = "memory scan query is empty"

@@ -22,10 +22,10 @@ from typing import Iterable, Optional, Tuple
 __all__ = [
     "CREATED_PREFIX",
     "KEY_PREFIX",
+    "KeyTags",
     "MEMORY_TAG",
     "UPDATED_PREFIX",
     "VERSION_PREFIX",
-    "KeyTags",
     "derive_key_id",
     "key_tag",
     "memory_tags",

@@ -31,13 +31,7 @@ from cortex_memory.tools.memory.records import (
 from cortex_memory.tools.memory.scoring import QueryScorer
 from cortex_memory.tools.memory.secrets import looks_like_secret
 
-__all__ = [
-    "DEFAULT_PROBATION",
-    "DEFAULT_THRESHOLD",
-    "LocalMemoryStore",
-    "now_ms",
-    "probation_ms",
-]
+__all__ = ["DEFAULT_PROBATION", "DEFAULT_THRESHOLD", "LocalMemoryStore", "now_ms", "probation_ms"]
 
 #: How long a new memory stays on probation unless the store is told otherwise.
 DEFAULT_PROBATION = timedelta(days=7)

@@ -59,7 +59,7 @@ from cortex_memory.tools.memory.records import (
 from cortex_memory.tools.memory.secrets import looks_like_secret
 from cortex_memory.tools.memory.sidecar import Sidecar, Slot, Usage
 
-__all__ = ["READER", "WRITER", "RemoteMemoryStore"]
+__all__ = ["READER", "RemoteMemoryStore", "WRITER"]
 
 READER = "reader"
 WRITER = "writer"

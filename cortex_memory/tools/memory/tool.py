@@ -47,12 +47,7 @@ from cortex_memory.tools.memory.schemas import (
 )
 from cortex_memory.tools.memory.secrets import looks_like_secret
 
-__all__ = [
-    "AllowAllMutations",
-    "MemoryTool",
-    "MutationAuthorizer",
-    "RootSessions",
-]
+__all__ = ["AllowAllMutations", "MemoryTool", "MutationAuthorizer", "RootSessions"]
 
 logger = logging.getLogger(__name__)
 
