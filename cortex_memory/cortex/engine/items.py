@@ -9,7 +9,7 @@ piece is left out, never returned short).
 
 from __future__ import annotations
 
-from typing import Collection, Dict, Iterable, List, Sequence, Tuple
+from typing import Collection, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cortex_memory.contract.items import ItemId, ItemKind, StoreItem
 from cortex_memory.contract.namespace import Namespace
@@ -20,9 +20,10 @@ from cortex_memory.cortex.envelope.codec import decode_event
 from cortex_memory.cortex.envelope.envelope import Envelope
 from cortex_memory.cortex.envelope.labels import item_label
 from cortex_memory.cortex.envelope.rebuild import rebuild_whole
+from cortex_memory.cortex.log.read import event_id
 from cortex_memory.cortex.timing import Deadline
 
-__all__ = ["assembled", "decoded", "item_events"]
+__all__ = ["assembled", "decoded", "item_event_ids", "item_events"]
 
 
 def decoded(events: Iterable[object]) -> List[Envelope]:
@@ -47,14 +48,28 @@ def item_events(
     when its kind is the scope's and its id is one asked (the re-check against
     digest collisions). Ids with no event are absent from the result.
     """
+    return {
+        item_id: [env for _, env in pairs]
+        for item_id, pairs in item_event_ids(ctx, scope, ids, deadline).items()
+    }
+
+
+def item_event_ids(
+    ctx: EngineContext,
+    scope: KindScope,
+    ids: Collection[ItemId],
+    deadline: Deadline,
+) -> Dict[ItemId, List[Tuple[Optional[str], Envelope]]]:
+    """Like :func:`item_events`, each envelope paired with its event id (None when absent)."""
     wanted = set(ids)
     if not wanted:
         return {}
     labels = sorted({item_label(item_id) for item_id in wanted})
-    grouped: Dict[ItemId, List[Envelope]] = {}
-    for env in decoded(ctx.log.walk_labels(scope.path, labels, deadline)):
-        if env.kind is scope.kind and env.id in wanted:
-            grouped.setdefault(env.id, []).append(env)
+    grouped: Dict[ItemId, List[Tuple[Optional[str], Envelope]]] = {}
+    for event in ctx.log.walk_labels(scope.path, labels, deadline):
+        env = decode_event(event)
+        if env is not None and env.kind is scope.kind and env.id in wanted:
+            grouped.setdefault(env.id, []).append((event_id(event), env))
     return grouped
 
 

@@ -1,25 +1,191 @@
-"""list, list_preview and get (engine.md §9.6, §9.7). Being built."""
+"""list, list_preview and get (engine.md §9.6, §9.7).
+
+A listing walks the admitted scopes in order (kind-major, then namespace order),
+page after page, and admits each item once, at its first event. The server lists
+newest first and may repeat an event (the real service emits each twice in a
+row), so the cursor remembers the last event id admitted and skips its copy.
+Conversations and chunked documents are put back together after the walk.
+
+The opaque ``l`` cursor records where to resume: the scope path, the server's
+cursor in it, the offset into that page and the last event id. A scope that has
+vanished since (its items forgotten) is skipped by resuming at the first scope
+sorting after it.
+"""
 
 from __future__ import annotations
 
-from typing import List
+import builtins
+from typing import Dict, List, Optional, Set, Tuple
 
+from cortex_memory.contract.engine import in_request_order
+from cortex_memory.contract.filter import MetaFilter
+from cortex_memory.contract.items import ItemId, ItemKind
+from cortex_memory.contract.namespace import Namespace
 from cortex_memory.contract.requests import GetRequest, ListRequest
 from cortex_memory.contract.responses import Hit, ListPage
 from cortex_memory.cortex.engine.context import EngineContext
+from cortex_memory.cortex.engine.cursor import ListCursor
+from cortex_memory.cortex.engine.items import assembled, item_events
+from cortex_memory.cortex.engine.scopes import ALL_KINDS, KindScope, kind_scope, scopes_for
+from cortex_memory.cortex.envelope.codec import decode_event
+from cortex_memory.cortex.envelope.labels import narrowing
+from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation
+from cortex_memory.cortex.envelope.rebuild import rebuild, rebuild_whole
+from cortex_memory.cortex.envelope.scopes import parse_scope
+from cortex_memory.cortex.log.read import event_id
+from cortex_memory.cortex.log.timing import PAGE_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline
-from cortex_memory.errors import UnsupportedError
+from cortex_memory.errors import EngineError, InvalidRequestError
 
 __all__ = ["get_items", "list_items"]
+
+# An admitted item: ready (a hit), or waiting for assembly (kind, id, namespace).
+_Pending = Tuple[ItemKind, ItemId, Namespace]
+_Entry = Tuple[Optional[Hit], Optional[_Pending]]
+
+
+def _resume_at(scopes: List[KindScope], cursor: ListCursor) -> Tuple[int, ListCursor]:
+    """The scope index to start at and the cursor to start with."""
+    if cursor.scope is None:
+        return 0, ListCursor(scopes[0].path) if scopes else cursor
+    for index, scope in enumerate(scopes):
+        if scope.path == cursor.scope:
+            return index, cursor
+    parsed = parse_scope(cursor.scope)
+    if parsed is None:
+        raise InvalidRequestError("the page cursor is malformed")
+    gone = kind_scope(*parsed)
+    for index, scope in enumerate(scopes):
+        if scope > gone:
+            return index, ListCursor(scope.path)
+    return len(scopes), ListCursor()
+
+
+class _Walk:
+    """The state of one listing call."""
+
+    def __init__(self, flt: MetaFilter, limit: int, preview: bool) -> None:
+        self.limit = limit
+        self.preview = preview
+        self.keepers = {kind: Keeper(flt, kind) for kind in ALL_KINDS}
+        self.seen: Set[ItemId] = set()
+        self.entries: List[_Entry] = []
+
+    def full(self) -> bool:
+        return len(self.entries) >= self.limit
+
+    def admit(self, scope: KindScope, event: object) -> None:
+        env = decode_event(event)
+        if env is None or not self.keepers[scope.kind].keeps(env):
+            return
+        if env.part() not in (None, 0) or env.id in self.seen:
+            return
+        self.seen.add(env.id)
+        whole = env.chunk is None and (env.turn is None or one_turn_conversation(env))
+        if whole or self.preview:
+            self.entries.append((hit(env.id, rebuild([env]), 0.0), None))
+        else:
+            self.entries.append((None, (env.kind, env.id, scope.namespace)))
 
 
 def list_items(
     ctx: EngineContext, req: ListRequest, deadline: Deadline, *, preview: bool
 ) -> ListPage:
-    """One page of the admitted items."""
-    raise UnsupportedError("list is not built yet")
+    """One page of the items ``req.filter`` admits (``preview``: long items from their
+    first event, not assembled)."""
+    start = ListCursor.decode(req.cursor) if req.cursor is not None else ListCursor()
+    scopes = scopes_for(ctx, req.filter, deadline)
+    labels = narrowing(req.filter)
+    index, cursor = _resume_at(scopes, start)
+    walk = _Walk(req.filter, req.limit, preview)
+    budget = WALK_PAGES + len(scopes)
+    pages = 0
+    following: Optional[ListCursor] = None
+    while index < len(scopes) and following is None:
+        scope = scopes[index]
+        if cursor.scope != scope.path:
+            cursor = ListCursor(scope.path)
+        if pages >= budget:
+            raise EngineError(
+                f"read {pages} pages (stopped in {scope.path!r}) without filling a page of results"
+            )
+        page = ctx.log.page(scope.path, labels, cursor.engine, PAGE_LIMIT, deadline)
+        pages += 1
+        items = page.items
+        offset, last = cursor.offset, cursor.last
+        for position in range(offset, len(items)):
+            event = items[position]
+            offset = position + 1
+            eid = event_id(event)
+            if eid is not None and eid == last:
+                continue
+            last = eid
+            walk.admit(scope, event)
+            if walk.full():
+                following = _next_cursor(
+                    scopes, index, cursor, page.next_cursor, offset, len(items), last
+                )
+                break
+        else:
+            if page.next_cursor is not None:
+                cursor = ListCursor(scope.path, page.next_cursor, 0, last)
+            else:
+                index += 1
+        if following is not None or walk.full():
+            break
+    hits = _resolve(ctx, walk.entries, deadline)
+    token = following.encode() if following is not None and following.scope is not None else None
+    return ListPage(tuple(hits), token)
 
 
-def get_items(ctx: EngineContext, req: GetRequest, deadline: Deadline) -> List[Hit]:
-    """Whole items by id, in request order."""
-    raise UnsupportedError("get is not built yet")
+def _next_cursor(
+    scopes: List[KindScope],
+    index: int,
+    cursor: ListCursor,
+    next_page: Optional[str],
+    offset: int,
+    count: int,
+    last: Optional[str],
+) -> ListCursor:
+    """Where the next call resumes once the page of results is full (scope None = the end)."""
+    scope = scopes[index].path
+    if offset < count:
+        return ListCursor(scope, cursor.engine, offset, last)
+    if next_page is not None:
+        return ListCursor(scope, next_page, 0, last)
+    if index + 1 < len(scopes):
+        return ListCursor(scopes[index + 1].path)
+    return ListCursor()
+
+
+def _resolve(ctx: EngineContext, entries: List[_Entry], deadline: Deadline) -> List[Hit]:
+    """Assemble the waiting items (conversations, then documents) and keep listing order."""
+    whole: Dict[ItemId, Hit] = {}
+    for kind in (ItemKind.CONVERSATION, ItemKind.DOCUMENT):
+        pairs = [(p[1], p[2]) for _, p in entries if p is not None and p[0] is kind]
+        if not pairs:
+            continue
+        for item_id, item in assembled(ctx, kind, pairs, deadline).items():
+            whole[item_id] = hit(item_id, item, 0.0)
+    out: List[Hit] = []
+    for ready, pending in entries:
+        if ready is not None:
+            out.append(ready)
+        elif pending is not None and pending[1] in whole:
+            out.append(whole[pending[1]])
+    return out
+
+
+def get_items(ctx: EngineContext, req: GetRequest, deadline: Deadline) -> builtins.list[Hit]:
+    """Whole items by id inside ``req.reach``, in request order; unknown ids are omitted."""
+    wanted: Set[ItemId] = set(req.ids)
+    found: Dict[ItemId, Hit] = {}
+    for scope in scopes_for(ctx, MetaFilter(reach=req.reach), deadline):
+        missing = [item_id for item_id in wanted if item_id not in found]
+        if not missing:
+            break
+        for item_id, envs in item_events(ctx, scope, missing, deadline).items():
+            item = rebuild_whole(envs)
+            if item is not None and item_id not in found:
+                found[item_id] = hit(item_id, item, 0.0)
+    return in_request_order(req.ids, found.values())

@@ -1,0 +1,118 @@
+"""Waiting until a written event can be read back (engine.md §8.4).
+
+A store that promised ``WaitFor.VISIBLE`` must not return before its events are
+readable, or a read right after it would miss them. Two stages:
+
+* **listed** (fatal): poll the item's events in its scope until the written event
+  id appears; past the visibility budget the store fails with a message counting
+  the polls (reporting success would break read-after-write);
+* **settled** (best effort, never raises): ask ranked recall for the event's text
+  until the event shows up there too, so a fetch right after the store finds it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Dict, Optional
+
+from cortex_memory.cortex.log.read import Log, event_id
+from cortex_memory.cortex.log.timing import PAGE_LIMIT, SETTLE_QUERY_CHARS, next_poll
+from cortex_memory.cortex.log.write import Written
+from cortex_memory.cortex.timing import Deadline
+from cortex_memory.cortex.transport.failure import health_reason
+from cortex_memory.errors import Error, UnavailableError
+
+__all__ = ["await_listed", "await_settled", "await_written"]
+
+logger = logging.getLogger(__name__)
+
+
+def await_written(log: Log, written: Written, deadline: Deadline, *, settle: bool = True) -> None:
+    """Wait until ``written`` is listed, then (when ``settle``) until it is settled."""
+    await_listed(log, written, deadline)
+    if settle:
+        await_settled(log, written, deadline)
+
+
+def await_listed(log: Log, written: Written, deadline: Deadline) -> None:
+    """Poll until ``written.event_id`` is listed in its scope; ``UnavailableError`` past the
+    visibility budget.
+
+    Hosted transient failures count as "not yet" (the hosted API rate-limits polls);
+    any other failure raises, a Direct transient one included (the transport has
+    already retried it).
+    """
+    timing = log.timing
+    budget = timing.visibility
+    end = time.monotonic() + budget
+    gap = timing.poll_interval
+    answered = failed = 0
+    last_fault: Optional[str] = None
+    where = f"waiting for event {written.event_id!r} in scope {written.scope!r}"
+    while True:
+        try:
+            page = log.page(written.scope, [written.item_label], None, PAGE_LIMIT, deadline)
+        except UnavailableError as err:
+            if not log.hosted or deadline.expired():
+                raise
+            failed += 1
+            last_fault = health_reason(err)
+        else:
+            if any(event_id(event) == written.event_id for event in page.items):
+                return
+            answered += 1
+        left = end - time.monotonic()
+        if left <= 0:
+            tail = f"{answered} polls answered without it, {failed} failed transiently"
+            if failed and last_fault is not None:
+                tail += f", the last: {last_fault}"
+            raise UnavailableError(
+                f"the write was accepted (event {written.event_id}) but did not become "
+                f"readable within {budget:g} s; reporting success would break "
+                f"read-after-write ({tail})"
+            )
+        deadline.sleep(min(gap, left), where)
+        gap = next_poll(gap, timing, hosted=log.hosted)
+
+
+def await_settled(log: Log, written: Written, deadline: Deadline) -> None:
+    """Ask recall for the written text until the event ranks; best effort, never raises."""
+    timing = log.timing
+    end = time.monotonic() + timing.settle
+    gap = timing.poll_interval
+    body: Dict[str, Any] = {
+        "scope": written.scope,
+        "query": written.text[:SETTLE_QUERY_CHARS],
+        "view": "granular",
+        "include": ["events"],
+    }
+    while True:
+        try:
+            pack = log.recall(body, deadline)
+        except Error as err:
+            logger.debug("settle probe for scope %r gave up: %s", written.scope, err.message)
+            return
+        if _holds(pack, written.event_id):
+            return
+        left = end - time.monotonic()
+        if left <= 0:
+            logger.debug(
+                "event %s of scope %r did not rank within the settle budget",
+                written.event_id,
+                written.scope,
+            )
+            return
+        try:
+            deadline.sleep(min(gap, left), "settle")
+        except UnavailableError:
+            return
+        gap = next_poll(gap, timing, hosted=log.hosted)
+
+
+def _holds(pack: Dict[str, Any], wanted: str) -> bool:
+    layers = pack.get("layers")
+    events = layers.get("events") if isinstance(layers, dict) else None
+    if not isinstance(events, list):
+        return False
+    return any(event_id(event) == wanted for event in events)

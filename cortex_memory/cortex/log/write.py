@@ -1,0 +1,225 @@
+"""Writing events, and recovering a hosted write whose outcome is unknown (engine.md §8.3).
+
+Direct: one event is one ``POST v1/experience``; several go as
+``POST v1/experience/bulk`` batches of at most 1000 (``ordering:
+"strict_temporal"``). ``?wait=indexed`` asks the server to answer once the events
+are readable (``WaitFor.VISIBLE``). Writes are sent once: a timeout leaves it
+unknown whether they applied, and the body idempotency key makes a host's retry
+a replay.
+
+Hosted: one event per request, each under its own fresh ``Idempotency-Key`` claim,
+reused only across that request's three attempts. A claim refused as already used
+(409, or 400 ``CONFLICT`` from older backends) on a retry means an earlier attempt
+may have applied: the writer then looks for the event in its scope (same text,
+same labels) for up to the recovery budget, and otherwise reports that the
+outcome is unknown.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, List, NamedTuple, Optional, Sequence
+
+from cortex_memory.contract.requests import WaitFor
+from cortex_memory.cortex.envelope.request import ExperienceRequest
+from cortex_memory.cortex.log.read import Log
+from cortex_memory.cortex.log.timing import MAX_BULK_EVENTS, PAGE_LIMIT, WRITE_ATTEMPTS, next_poll
+from cortex_memory.cortex.timing import Deadline
+from cortex_memory.cortex.transport.client import backoff
+from cortex_memory.cortex.transport.keys import fresh_claim
+from cortex_memory.cortex.wire import Route
+from cortex_memory.errors import ConflictError, EngineError, Error, UnavailableError
+
+__all__ = ["Receipt", "Written", "find_written", "recover", "write"]
+
+logger = logging.getLogger(__name__)
+
+_ORDERING = "strict_temporal"
+_WAIT_INDEXED = "?wait=indexed"
+
+
+class Receipt(NamedTuple):
+    """What the server said about one write: the event id and whether it was a replay."""
+
+    event_id: str
+    replayed: bool
+
+
+class Written(NamedTuple):
+    """The last event a write produced, as the visibility waits need it."""
+
+    scope: str
+    item_label: str
+    text: str
+    labels: Sequence[str]
+    event_id: str
+    replayed: bool
+
+
+def _checked(request: ExperienceRequest) -> ExperienceRequest:
+    if not isinstance(request, ExperienceRequest):
+        raise TypeError(f"write takes ExperienceRequest values, not {type(request).__name__}")
+    if not request.scope or not isinstance(request.text, str) or not request.labels:
+        raise EngineError("an experience request lacks its scope, text or item label")
+    return request
+
+
+def _receipt(data: object, where: str) -> Receipt:
+    if not isinstance(data, dict) or not isinstance(data.get("event_id"), str):
+        raise EngineError(f"{where} accepted a write but omitted event_id")
+    return Receipt(data["event_id"], data.get("replayed_from_idempotency") is True)
+
+
+def write(
+    log: Log, requests: Sequence[ExperienceRequest], wait: WaitFor, deadline: Deadline
+) -> Written:
+    """Write ``requests`` (the events of one item, in order) and return the last one written.
+
+    ``replayed`` is true only when every event was a replay.
+    """
+    if not requests:
+        raise EngineError("a write needs at least one event")
+    checked = [_checked(request) for request in requests]
+    if log.hosted:
+        receipt = _write_hosted(log, checked, deadline)
+    else:
+        receipt = _write_direct(log, checked, wait, deadline)
+    last = checked[-1]
+    return Written(
+        last.scope, last.item_label, last.text, last.labels, receipt.event_id, receipt.replayed
+    )
+
+
+# -- Direct ---------------------------------------------------------------------------
+
+
+def _write_direct(
+    log: Log, requests: List[ExperienceRequest], wait: WaitFor, deadline: Deadline
+) -> Receipt:
+    query = _WAIT_INDEXED if wait is WaitFor.VISIBLE else ""
+    client = log.client
+    if len(requests) == 1:
+        route = log.route(Route.EXPERIENCE)
+        data = client.once("POST", route + query, requests[0].to_json(), deadline=deadline).data
+        return _receipt(data, f"memory API {route} on {client.host}")
+    route = log.route(Route.BULK)
+    where = f"memory API {route} on {client.host}"
+    replayed = True
+    last: Optional[Receipt] = None
+    for start in range(0, len(requests), MAX_BULK_EVENTS):
+        batch = requests[start : start + MAX_BULK_EVENTS]
+        body = {"items": [request.to_json() for request in batch], "ordering": _ORDERING}
+        data = client.once("POST", route + query, body, deadline=deadline).data
+        results: Any = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, list):
+            raise EngineError(f"{where} omitted bulk results")
+        if len(results) != len(batch):
+            raise EngineError(
+                f"{where} returned {len(results)} bulk results for {len(batch)} events"
+            )
+        for result in results:
+            receipt = _receipt(result, where)
+            replayed = replayed and receipt.replayed
+            last = receipt
+    assert last is not None  # at least two requests were sent
+    return Receipt(last.event_id, replayed)
+
+
+# -- hosted ---------------------------------------------------------------------------
+
+
+def _write_hosted(log: Log, requests: List[ExperienceRequest], deadline: Deadline) -> Receipt:
+    replayed = True
+    last: Optional[Receipt] = None
+    for request in requests:
+        last = _write_one_hosted(log, request, deadline)
+        replayed = replayed and last.replayed
+    assert last is not None
+    return Receipt(last.event_id, replayed)
+
+
+def _write_one_hosted(log: Log, request: ExperienceRequest, deadline: Deadline) -> Receipt:
+    client = log.client
+    route = log.route(Route.EXPERIENCE)
+    where = f"memory API {route} on {client.host}"
+    body = request.to_json()
+    claim = fresh_claim()
+    attempt = 1
+    while True:
+        try:
+            data = client.json_keyed(route, body, claim, deadline=deadline).data
+            return _receipt(data, where)
+        except ConflictError as err:
+            if attempt == 1:
+                raise
+            logger.debug(
+                "%s: a retried write was refused as already claimed; looking for it", where
+            )
+            return Receipt(recover(log, request, deadline, cause=err), False)
+        except UnavailableError as err:
+            if attempt >= WRITE_ATTEMPTS:
+                raise
+            delay = backoff(attempt, log.timing.read_backoff)
+            logger.debug("%s: write attempt %d unavailable, retrying", where, attempt)
+            try:
+                deadline.sleep(delay, where)
+            except UnavailableError as exceeded:
+                raise exceeded from err
+            attempt += 1
+
+
+def find_written(events: Sequence[object], text: str, labels: Sequence[str]) -> Optional[str]:
+    """The id of the event whose text and labels equal the request's exactly, if listed.
+
+    Comparing every label tells apart two identical turns of one conversation
+    (their v3 parts differ).
+    """
+    wanted = list(labels)
+    for event in events:
+        if not isinstance(event, dict) or not isinstance(event.get("id"), str):
+            continue
+        content = event.get("content")
+        context = event.get("context")
+        if (
+            isinstance(content, dict)
+            and content.get("text") == text
+            and isinstance(context, dict)
+            and context.get("labels") == wanted
+        ):
+            return str(event["id"])
+    return None
+
+
+def recover(
+    log: Log, request: ExperienceRequest, deadline: Deadline, *, cause: Optional[Error] = None
+) -> str:
+    """Find the event an earlier attempt may have written; its id, or ``UnavailableError``.
+
+    Polls the item's events in the request's scope for up to the recovery budget
+    (transient listing failures count as "not yet"; others raise).
+    """
+    timing = log.timing
+    budget = timing.recovery
+    end = time.monotonic() + budget
+    gap = timing.poll_interval
+    where = f"memory API {log.route(Route.EXPERIENCE)} on {log.client.host}"
+    while True:
+        try:
+            page = log.page(request.scope, [request.item_label], None, PAGE_LIMIT, deadline)
+        except UnavailableError as err:
+            if deadline.expired():
+                raise
+            logger.debug("%s: recovery listing unavailable: %s", where, err.message)
+        else:
+            found = find_written(page.items, request.text, request.labels)
+            if found is not None:
+                return found
+        left = end - time.monotonic()
+        if left <= 0:
+            raise UnavailableError(
+                f"{where}: a retried write was refused as already claimed, and no matching "
+                f"event appeared in the scope within {budget:g} s; the outcome is unknown"
+            ) from cause
+        deadline.sleep(min(gap, left), where)
+        gap = next_poll(gap, timing, hosted=log.hosted)
