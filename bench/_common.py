@@ -4,14 +4,19 @@ Every figure is a ratio measured side by side in one run, so machine speed
 cancels out. The helpers:
 
 * :func:`serve` starts a server in **its own process** (so its CPU is not the
-  client's) from a command that prints ``READY <url>`` on its first line;
+  client's) from a command that prints ``READY <url>`` on its first line, or
+  the ``<wire> double on <url>`` line of ``python -m cortex_memory.testing
+  serve`` (:func:`double_argv` builds that command);
 * :func:`cpu_per_op` runs an operation ``n`` times and returns the client's CPU
   seconds per operation (``time.process_time``: every thread of this process,
   helper threads included, so nothing the client spends is hidden);
 * :func:`measure` interleaves several cases over a few rounds and keeps each
   case's median, which damps the noise of a shared machine;
 * :func:`print_table` prints a plain table; :func:`write_result` writes
-  ``bench/results/<name>.json`` with the figures and the environment.
+  ``bench/results/<name>.json`` with the figures and the environment;
+* :func:`summary` is the one-row verdict ``bench/run.py`` prints for a
+  benchmark (stored under ``"summary"`` in its JSON), and :func:`skip` records
+  a benchmark that cannot run here and returns :data:`SKIP_EXIT`.
 """
 
 from __future__ import annotations
@@ -25,14 +30,23 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+SKIP_EXIT = 77
+"""Exit status of a benchmark that cannot run on this machine (it wrote why)."""
+
+_DOUBLE_LINE = " double on "
 
 
 @contextlib.contextmanager
 def serve(argv: Sequence[str], *, ready_timeout: float = 30.0) -> Iterator[str]:
-    """Run ``argv`` as a server process; yield the URL it prints as ``READY <url>``."""
+    """Run ``argv`` as a server process; yield the URL it announces.
+
+    The first line names the URL: ``READY <url>``, or ``<wire> double on <url>``
+    as printed by ``python -m cortex_memory.testing serve``.
+    """
     proc = subprocess.Popen(
         list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
@@ -42,11 +56,14 @@ def serve(argv: Sequence[str], *, ready_timeout: float = 30.0) -> Iterator[str]:
         line = ""
         while time.monotonic() < deadline:
             line = proc.stdout.readline()
-            if line.startswith("READY ") or not line:
+            if line.startswith("READY ") or _DOUBLE_LINE in line or not line:
                 break
-        if not line.startswith("READY "):
+        if line.startswith("READY "):
+            yield line.split(" ", 1)[1].strip()
+        elif _DOUBLE_LINE in line:
+            yield line.split(_DOUBLE_LINE, 1)[1].strip()
+        else:
             raise RuntimeError(f"server did not start: {argv!r}")
-        yield line.split(" ", 1)[1].strip()
     finally:
         proc.terminate()
         try:
@@ -56,6 +73,14 @@ def serve(argv: Sequence[str], *, ready_timeout: float = 30.0) -> Iterator[str]:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def double_argv(wire: str = "direct", **knobs: Any) -> List[str]:
+    """The command serving one loopback double on a free port with ``knobs`` set."""
+    argv = [python(), "-m", "cortex_memory.testing", "serve", "--wire", wire, "--port", "0"]
+    for name, value in knobs.items():
+        argv += ["--knob", f"{name}={json.dumps(value)}"]
+    return argv
 
 
 def cpu_per_op(operation: Callable[[], object], n: int) -> float:
@@ -126,6 +151,30 @@ def write_result(name: str, payload: Mapping[str, Any]) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
+
+
+def summary(
+    figure: str, aim: str, verdict: str, *, detail: Optional[str] = None
+) -> Dict[str, str]:
+    """The row ``bench/run.py`` prints: the figure, the aim and the verdict.
+
+    ``verdict`` is ``"pass"``, ``"miss"`` (the aim was not reached) or
+    ``"report"`` (the benchmark has no aim). Store it as ``"summary"`` in the
+    payload given to :func:`write_result`.
+    """
+    if verdict not in ("pass", "miss", "report"):
+        raise ValueError(f"unknown verdict {verdict!r}")
+    row = {"figure": figure, "aim": aim, "verdict": verdict}
+    if detail:
+        row["detail"] = detail
+    return row
+
+
+def skip(name: str, reason: str) -> int:
+    """Record that benchmark ``name`` cannot run here (and why); return :data:`SKIP_EXIT`."""
+    write_result(name, {"skipped": reason})
+    print(f"{name}: skipped: {reason}")
+    return SKIP_EXIT
 
 
 def python() -> str:
