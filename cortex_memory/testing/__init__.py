@@ -19,16 +19,11 @@ Importing this package binds no socket and starts no thread.
 from __future__ import annotations
 
 from cortex_memory.testing._direct import DirectDouble
+from cortex_memory.testing._engines import TEST_TOKEN, TEST_VISIBILITY, both_doubles, sample_items
 from cortex_memory.testing._hosted import HostedDouble
 from cortex_memory.testing._knobs import ALLOWED_SCOPE_TYPES, FOREVER, fault
 from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing.hostile import CountingServer, HostileServer, LoopbackServer, unused_url
-
-TEST_TOKEN = "tiny_live_test"  # noqa: S105 - the doubles' public test bearer, not a secret
-"""The bearer of every engine the harness builds."""
-
-TEST_VISIBILITY = 2.0
-"""The visibility and settle budget (seconds) of harness engines."""
 
 __all__ = [
     "ALLOWED_SCOPE_TYPES",
@@ -41,6 +36,8 @@ __all__ = [
     "LoopbackServer",
     "TEST_TOKEN",
     "TEST_VISIBILITY",
+    "both_doubles",
     "fault",
+    "sample_items",
     "unused_url",
 ]

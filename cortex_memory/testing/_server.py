@@ -34,6 +34,9 @@ from cortex_memory.testing._routing import Route, RouteTable, body_refusal
 from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing._transport import reset_connection, write_response
 
+if TYPE_CHECKING:  # pragma: no cover - the engine is imported only when asked for
+    from cortex_memory.cortex.engine.core import CortexEngine
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -273,6 +276,16 @@ class BaseDouble:
         server.server_close()
         server.abort_connections()
         server.join_workers(deadline)
+
+    def engine(self, **options: Any) -> CortexEngine:
+        """An engine wired to this double with test timings (doubles.md §2.2).
+
+        Keywords: ``visibility`` (default ``TEST_VISIBILITY``), ``token``, ``source``
+        (hosted), and any ``Timing`` field. The engine is closed with the double.
+        """
+        from cortex_memory.testing._engines import engine_for
+
+        return engine_for(self, **options)
 
     def __enter__(self) -> BaseDouble:
         return self.start()
