@@ -1,13 +1,17 @@
-"""The CortexDB engine: credentials, timings, the two wires and their transport.
+"""The CortexDB engine: ``CortexEngine`` on CortexDB's own API or the TinyHumans hosted API.
 
-Everything CortexDB-specific is importable from here. Importing this package
-opens no socket and starts no thread.
+Everything CortexDB-specific is importable from here: the engine, the wires and
+their descriptors, credentials, timings and the hosted failure helpers. Importing
+this package opens no socket and starts no thread.
 """
 
 from __future__ import annotations
 
 from cortex_memory.cortex.credential import BearerSource, CortexCredential, StaticBearer
+from cortex_memory.cortex.descriptors import cortexdb_descriptor, tinyhumans_descriptor
+from cortex_memory.cortex.engine.core import CortexEngine
 from cortex_memory.cortex.timing import Deadline, Timing
+from cortex_memory.cortex.transport.failure import health_reason
 from cortex_memory.cortex.wire import (
     CORTEX_API_ENDPOINT,
     CORTEXDB_ENGINE_ID,
@@ -15,16 +19,23 @@ from cortex_memory.cortex.wire import (
     TINYHUMANS_ENGINE_ID,
     CortexWire,
 )
+from cortex_memory.errors import error_code, is_insufficient_credits
 
 __all__ = [
     "BearerSource",
     "CORTEXDB_ENGINE_ID",
     "CORTEX_API_ENDPOINT",
     "CortexCredential",
+    "CortexEngine",
     "CortexWire",
     "Deadline",
     "StaticBearer",
     "TINYHUMANS_API_ENDPOINT",
     "TINYHUMANS_ENGINE_ID",
     "Timing",
+    "cortexdb_descriptor",
+    "error_code",
+    "health_reason",
+    "is_insufficient_credits",
+    "tinyhumans_descriptor",
 ]
