@@ -1,0 +1,413 @@
+"""``MemoryConfig``: which engine a host uses and how each engine is reached.
+
+A config names the selected engine (``engine``, default ``"tinyhumans"``) and
+holds optional per-engine settings (``engines``: id → :class:`EngineSettings`).
+It never holds a credential, so a config file can be shared, committed or
+logged: the host keeps keys in its own secret store (or the environment) and
+passes one to :meth:`MemoryConfig.build`.
+
+TOML::
+
+    engine = "cortexdb"
+
+    [engines.cortexdb]
+    endpoint = "https://cortex.example.com"
+
+    [engines.local]
+    path = "~/notes/memory.sqlite3"
+
+JSON has the same shape. Unknown fields are ignored on read (so newer files
+load in older versions); a field of the wrong type is a
+:class:`~cortex_memory.errors.ConfigError` naming it; a field that looks like a
+credential (``api_key``, ``token``, ...) is ignored with a :class:`ConfigWarning`
+that names the field and never its value.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import types
+import warnings
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from urllib.parse import urlsplit
+
+from cortex_memory.errors import ConfigError
+
+# tomllib joined the standard library in 3.11; tomli is the same parser (and a
+# runtime dependency below 3.11). Importing by name keeps the type checker,
+# which targets 3.9, from needing tomli installed on a newer Python.
+_toml: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+
+if TYPE_CHECKING:
+    from cortex_memory.contract.engine import MemoryEngine
+    from cortex_memory.registry import EngineCredential
+
+__all__ = ["ConfigWarning", "DEFAULT_ENGINE", "EngineSettings", "MemoryConfig"]
+
+#: The engine ``MemoryConfig()`` selects (README decision 9).
+DEFAULT_ENGINE = "tinyhumans"
+
+# Config files are a few hundred bytes; the cap keeps a wrong path (a log file,
+# a disk image) from being read into memory whole.
+_MAX_FILE_BYTES = 1024 * 1024
+
+# Field names that look like a credential. Compared after lowercasing and
+# dropping "_" and "-", so "api_key", "API-Key" and "apikey" all match, as do
+# names ending in one of the endings ("tinyhumans_token", "access_key") but not
+# look-alikes such as "max_tokens".
+_SECRET_NAMES = frozenset({"key", "auth", "authorization", "jwt", "cookie"})
+_SECRET_ENDINGS = (
+    "token", "apikey", "accesskey", "secretkey", "privatekey", "secret", "password",
+    "passwd", "credential", "credentials", "bearer",
+)
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+
+class ConfigWarning(UserWarning):
+    """A config file held something that is ignored, such as a credential-looking field."""
+
+
+def _kind_of(value: object) -> str:
+    """The TOML/JSON name of a parsed value's type, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, (datetime, date, time)):
+        return "a date or time"
+    return type(value).__name__
+
+
+def _looks_secret(name: str) -> bool:
+    flat = name.lower().replace("_", "").replace("-", "")
+    return flat in _SECRET_NAMES or flat.endswith(_SECRET_ENDINGS)
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)
+
+
+def _check_settings(where: str, endpoint: Optional[str], path: Optional[str]) -> None:
+    """Value rules shared by the constructor and the loaders; ``where`` names the owner."""
+    if endpoint is not None:
+        if _has_control(endpoint):
+            raise ConfigError(f"{where}.endpoint must not contain control characters")
+        try:
+            parts = urlsplit(endpoint.strip())
+            carries_user = parts.username is not None or parts.password is not None
+        except ValueError:
+            # Not a URL at all: the engine reports that, naming its own rule.
+            carries_user = False
+        if carries_user:
+            # The value is not quoted: the user part may be a key.
+            raise ConfigError(
+                f"{where}.endpoint must not carry a user name or password; "
+                "credentials come from the environment, never from a config"
+            )
+    if path is not None and "\x00" in path:
+        raise ConfigError(f"{where}.path must not contain a NUL character")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How one engine is reached: ``endpoint`` (CortexDB engines) and ``path`` (local).
+
+    Both are optional: an absent or blank ``endpoint`` uses the engine's
+    default; an absent ``path`` uses the per-user database
+    (:func:`cortex_memory.paths.default_database_path`). ``path`` may be any
+    path-like value and is kept as a ``str``; ``":memory:"`` is allowed.
+
+    Construction refuses a value of the wrong type (``TypeError``) and, with
+    :class:`~cortex_memory.errors.ConfigError` naming the field, control
+    characters in ``endpoint``, an endpoint carrying a user name or password,
+    and a NUL character in ``path``.
+    """
+
+    endpoint: Optional[str] = None
+    path: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None and not isinstance(self.endpoint, str):
+            raise TypeError(
+                f"EngineSettings.endpoint must be a str or None, not {type(self.endpoint).__name__}"
+            )
+        if self.path is not None:
+            if not isinstance(self.path, (str, os.PathLike)):
+                raise TypeError(
+                    "EngineSettings.path must be a str, a path-like object or None, "
+                    f"not {type(self.path).__name__}"
+                )
+            path = os.fspath(self.path)
+            if not isinstance(path, str):
+                raise TypeError("EngineSettings.path must be a text path, not bytes")
+            object.__setattr__(self, "path", path)
+        _check_settings("EngineSettings", self.endpoint, self.path)
+
+    def to_dict(self) -> Dict[str, str]:
+        """The settings as a JSON/TOML table (unset fields omitted)."""
+        out: Dict[str, str] = {}
+        if self.endpoint is not None:
+            out["endpoint"] = self.endpoint
+        if self.path is not None:
+            out["path"] = self.path
+        return out
+
+
+_NO_SETTINGS = EngineSettings()
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Which engine a host uses (``engine``) and per-engine settings (``engines``).
+
+    ``MemoryConfig()`` selects ``"tinyhumans"`` with no settings. ``engines``
+    accepts any mapping and is kept as a read-only copy. A config never holds a
+    credential: pass one to :meth:`build`.
+    """
+
+    engine: str = DEFAULT_ENGINE
+    engines: Mapping[str, EngineSettings] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.engine, str):
+            raise TypeError(f"MemoryConfig.engine must be a str, not {type(self.engine).__name__}")
+        if not self.engine.strip():
+            raise ConfigError("engine must not be blank")
+        if not isinstance(self.engines, Mapping):
+            raise TypeError(
+                f"MemoryConfig.engines must be a mapping, not {type(self.engines).__name__}"
+            )
+        copied: Dict[str, EngineSettings] = {}
+        for engine_id, settings in self.engines.items():
+            if not isinstance(engine_id, str):
+                raise TypeError("MemoryConfig.engines keys must be engine ids (str)")
+            if not isinstance(settings, EngineSettings):
+                raise TypeError(
+                    f"MemoryConfig.engines[{engine_id!r}] must be an EngineSettings, "
+                    f"not {type(settings).__name__}"
+                )
+            copied[engine_id] = settings
+        # A private copy behind a read-only view keeps the frozen promise.
+        object.__setattr__(self, "engines", types.MappingProxyType(copied))
+
+    def __hash__(self) -> int:
+        return hash((self.engine, tuple(self.engines.items())))
+
+    def __repr__(self) -> str:
+        return f"MemoryConfig(engine={self.engine!r}, engines={dict(self.engines)!r})"
+
+    # -- reading ------------------------------------------------------------
+
+    def settings(self, engine_id: Optional[str] = None) -> EngineSettings:
+        """The settings of ``engine_id`` (default: the selected engine), or the defaults."""
+        return self.engines.get(self.engine if engine_id is None else engine_id, _NO_SETTINGS)
+
+    def build(self, credential: Optional[EngineCredential] = None) -> MemoryEngine:
+        """Build the selected engine: ``build_engine(engine, settings(), credential)``.
+
+        ``credential`` defaults to ``EngineCredential.NONE`` (enough for ``local``).
+        Raises :class:`~cortex_memory.errors.ConfigError` for an engine this build
+        does not offer (``MemoryConfig().build()`` names ``tinyhumans`` until the
+        hosted engine exists) and for everything ``build_engine`` refuses.
+        """
+        # Imported here: the registry imports EngineSettings from this module.
+        from cortex_memory.registry import EngineCredential, build_engine
+
+        return build_engine(
+            self.engine,
+            self.settings(),
+            EngineCredential.NONE if credential is None else credential,
+        )
+
+    # -- builders -----------------------------------------------------------
+
+    def with_engine(self, engine_id: str) -> MemoryConfig:
+        """A copy selecting ``engine_id``."""
+        return MemoryConfig(engine_id, self.engines)
+
+    def with_settings(self, engine_id: str, settings: EngineSettings) -> MemoryConfig:
+        """A copy whose settings for ``engine_id`` are ``settings``."""
+        engines = dict(self.engines)
+        engines[engine_id] = settings
+        return MemoryConfig(self.engine, engines)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The config as a JSON/TOML table: ``{"engine": ..., "engines": {...}}``."""
+        return {
+            "engine": self.engine,
+            "engines": {engine_id: s.to_dict() for engine_id, s in self.engines.items()},
+        }
+
+    # -- loading ------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryConfig:
+        """Read a parsed TOML/JSON table. Unknown fields are ignored."""
+        return _load(data, "", None)
+
+    @classmethod
+    def from_toml(cls, text: str) -> MemoryConfig:
+        """Read a TOML document."""
+        return _load(_parse_toml(text, ""), "", None)
+
+    @classmethod
+    def from_json(cls, text: str) -> MemoryConfig:
+        """Read a JSON document (the same shape as the TOML one)."""
+        return _load(_parse_json(text, ""), "", None)
+
+    @classmethod
+    def load(cls, path: StrPath, *, format: Optional[str] = None) -> MemoryConfig:
+        """Read a config file: JSON when it ends in ``.json`` (or ``format="json"``), else TOML.
+
+        A relative ``path`` inside ``[engines.<id>]`` is taken relative to the
+        file's folder, so a config can sit next to its database. Every failure
+        (missing file, unreadable, invalid syntax, wrong types) is a
+        :class:`~cortex_memory.errors.ConfigError` naming the file.
+        """
+        file = Path(os.fspath(path))
+        fmt = format
+        if fmt is None:
+            fmt = "json" if file.suffix.lower() == ".json" else "toml"
+        if fmt not in ("toml", "json"):
+            raise ConfigError(f"unknown config format `{fmt}`; use `toml` or `json`")
+        where = f"config file {file}: "
+        text = _read_text(file, where)
+        data = _parse_json(text, where) if fmt == "json" else _parse_toml(text, where)
+        return _load(data, where, file.parent)
+
+
+# ------------------------------------------------------------------ loading
+
+
+def _read_text(file: Path, where: str) -> str:
+    try:
+        with file.open("rb") as handle:
+            raw = handle.read(_MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"{where}no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{where}is a folder, not a file") from None
+    except OSError as exc:
+        raise ConfigError(f"{where}cannot be read: {exc.strerror or exc}") from exc
+    if len(raw) > _MAX_FILE_BYTES:
+        raise ConfigError(f"{where}larger than {_MAX_FILE_BYTES} bytes; is it a config file?")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}not UTF-8 text") from None
+
+
+def _parse_toml(text: str, where: str) -> Any:
+    if not isinstance(text, str):
+        raise TypeError(f"TOML text must be a str, not {type(text).__name__}")
+    try:
+        return _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        # The parser's message gives the line and column, never the value.
+        raise ConfigError(f"{where}not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}not valid TOML: nested too deeply") from None
+
+
+def _parse_json(text: str, where: str) -> Any:
+    if not isinstance(text, str):
+        raise TypeError(f"JSON text must be a str, not {type(text).__name__}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}not valid JSON: nested too deeply") from None
+
+
+def _load(data: Any, where: str, base: Optional[Path]) -> MemoryConfig:
+    """Read ``data``, then warn about ignored credential-looking fields.
+
+    The warnings are raised here, two frames below the caller of the public
+    loader, so ``stacklevel=3`` points at the caller's line.
+    """
+    ignored: List[str] = []
+    config = _read(data, where, base, ignored)
+    for name in ignored:
+        warnings.warn(
+            f"{where}field `{name}` is ignored: a config never holds a credential; "
+            "credentials come from the environment or the host's secret store",
+            ConfigWarning,
+            stacklevel=3,
+        )
+    return config
+
+
+def _read(data: Any, where: str, base: Optional[Path], ignored: List[str]) -> MemoryConfig:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}the config must be a table, not {_kind_of(data)}")
+    for name in data:
+        if isinstance(name, str) and name not in ("engine", "engines") and _looks_secret(name):
+            ignored.append(name)
+    engine = data.get("engine", DEFAULT_ENGINE)
+    if not isinstance(engine, str):
+        raise ConfigError(f"{where}engine must be a string, not {_kind_of(engine)}")
+    if not engine.strip():
+        raise ConfigError(f"{where}engine must not be blank")
+    tables = data.get("engines")
+    if tables is None:
+        tables = {}
+    if not isinstance(tables, Mapping):
+        raise ConfigError(f"{where}engines must be a table, not {_kind_of(tables)}")
+    engines: Dict[str, EngineSettings] = {}
+    for engine_id, table in tables.items():
+        engines[str(engine_id)] = _read_settings(where, str(engine_id), table, base, ignored)
+    return MemoryConfig(engine, engines)
+
+
+def _read_settings(
+    where: str, engine_id: str, table: Any, base: Optional[Path], ignored: List[str]
+) -> EngineSettings:
+    name = f"engines.{engine_id}"
+    if table is None:
+        return _NO_SETTINGS
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{where}{name} must be a table, not {_kind_of(table)}")
+    for key in table:
+        if isinstance(key, str) and key not in ("endpoint", "path") and _looks_secret(key):
+            ignored.append(f"{name}.{key}")
+    values: Dict[str, Optional[str]] = {}
+    for key in ("endpoint", "path"):
+        value = table.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{where}{name}.{key} must be a string, not {_kind_of(value)}")
+        values[key] = value
+    endpoint, path = values["endpoint"], values["path"]
+    try:
+        _check_settings(name, endpoint, path)
+    except ConfigError as exc:
+        raise ConfigError(where + exc.message) from None
+    if base is not None and path is not None:
+        path = _relative_to(base, path)
+    return EngineSettings(endpoint, path)
+
+
+def _relative_to(base: Path, path: str) -> str:
+    """A relative database path in a file is read from the file's folder."""
+    if path == ":memory:" or not path.strip() or path.startswith("~"):
+        return path
+    if os.path.isabs(path):
+        return path
+    return str(base / path)

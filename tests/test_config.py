@@ -1,0 +1,423 @@
+"""MemoryConfig and EngineSettings: TOML and JSON loading, validation, immutability."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import sys
+import warnings
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cortex_memory import config as config_module
+from cortex_memory.config import (
+    DEFAULT_ENGINE,
+    ConfigWarning,
+    EngineSettings,
+    MemoryConfig,
+)
+from cortex_memory.errors import ConfigError
+
+SEED_TOML = """
+engine = "cortexdb"
+
+[engines.cortexdb]
+endpoint = "https://cortex.example.com"
+
+# An engine with no entry uses its defaults; an empty table is fine too.
+[engines.tinyhumans]
+"""
+
+SEED_JSON = """
+{ "engine": "cortexdb",
+  "engines": { "cortexdb": { "endpoint": "https://cortex.example.com" } } }
+"""
+
+CANARY = "ctx_canary_9f8e7d6c5b4a"
+
+
+class _BytesPath:
+    """A path-like object whose path is bytes."""
+
+    def __fspath__(self) -> bytes:
+        return b"memory.sqlite3"
+
+
+def test_default_config_selects_tinyhumans_with_no_settings() -> None:
+    config = MemoryConfig()
+    assert DEFAULT_ENGINE == "tinyhumans"
+    assert config.engine == "tinyhumans"
+    assert dict(config.engines) == {}
+    assert config.settings() == EngineSettings()
+
+
+def test_seed_toml_and_json_read_the_same() -> None:
+    from_toml = MemoryConfig.from_toml(SEED_TOML)
+    from_json = MemoryConfig.from_json(SEED_JSON)
+    assert from_toml.engine == from_json.engine == "cortexdb"
+    assert from_toml.settings() == EngineSettings(endpoint="https://cortex.example.com")
+    assert from_toml.settings() == from_json.settings()
+    # The empty table is kept as default settings.
+    assert from_toml.engines["tinyhumans"] == EngineSettings()
+    assert from_toml.settings("tinyhumans") == EngineSettings()
+    assert from_toml.settings("local") == EngineSettings()
+
+
+def test_empty_documents_are_the_default_config() -> None:
+    assert MemoryConfig.from_toml("") == MemoryConfig()
+    assert MemoryConfig.from_json("{}") == MemoryConfig()
+    assert MemoryConfig.from_dict({"engines": None}) == MemoryConfig()
+
+
+def test_local_path_setting() -> None:
+    config = MemoryConfig.from_toml('engine = "local"\n[engines.local]\npath = ":memory:"\n')
+    assert config.settings() == EngineSettings(path=":memory:")
+
+
+def test_unknown_fields_are_ignored_at_every_level() -> None:
+    text = """
+    engine = "local"
+    theme = "dark"
+    future = { nested = [1, 2, 3] }
+
+    [engines.local]
+    path = "/tmp/m.sqlite3"
+    pool_size = 4
+
+    [engines.someday]
+    endpoint = "https://someday.example"
+    colour = "blue"
+
+    [ui]
+    width = 80
+    """
+    config = MemoryConfig.from_toml(text)
+    assert config.engine == "local"
+    assert config.settings() == EngineSettings(path="/tmp/m.sqlite3")
+    assert config.settings("someday") == EngineSettings(endpoint="https://someday.example")
+    same = MemoryConfig.from_json(
+        json.dumps({"engine": "local", "x": 1, "engines": {"local": {"path": "/tmp/m.sqlite3",
+                                                                     "y": [1]}}})
+    )
+    assert same.settings() == config.settings()
+
+
+WRONG_TYPES = [
+    ({"engine": 3}, "engine must be a string, not an integer"),
+    ({"engine": True}, "engine must be a string, not a boolean"),
+    ({"engine": ["local"]}, "engine must be a string, not an array"),
+    ({"engine": "  "}, "engine must not be blank"),
+    ({"engines": 3}, "engines must be a table, not an integer"),
+    ({"engines": ["local"]}, "engines must be a table, not an array"),
+    ({"engines": {"local": "x"}}, "engines.local must be a table, not a string"),
+    ({"engines": {"local": {"path": 5}}}, "engines.local.path must be a string, not an integer"),
+    ({"engines": {"cortexdb": {"endpoint": 1.5}}},
+     "engines.cortexdb.endpoint must be a string, not a number"),
+    ({"engines": {"cortexdb": {"endpoint": {"a": 1}}}},
+     "engines.cortexdb.endpoint must be a string, not a table"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), WRONG_TYPES)
+def test_wrong_types_are_refused_naming_the_field(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        MemoryConfig.from_dict(data)
+    assert caught.value.message == message
+    # The same through the JSON text loader.
+    with pytest.raises(ConfigError) as again:
+        MemoryConfig.from_json(json.dumps(data))
+    assert again.value.message == message
+
+
+def test_wrong_types_in_toml_name_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"^configuration error: engine must be a string"):
+        MemoryConfig.from_toml("engine = 2025-01-01")
+    with pytest.raises(ConfigError, match=r"engines\.local\.path must be a string, not an array"):
+        MemoryConfig.from_toml("[engines.local]\npath = [1]\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "loader"),
+    [("engine = ", "toml"), ("[engines", "toml"), ("{", "json"), ("[1, 2", "json")],
+)
+def test_syntax_errors_are_config_errors(text: str, loader: str) -> None:
+    load = MemoryConfig.from_toml if loader == "toml" else MemoryConfig.from_json
+    with pytest.raises(ConfigError, match=f"not valid {loader.upper()}"):
+        load(text)
+
+
+@pytest.mark.parametrize("value", ["[1]", "3", '"local"', "null"])
+def test_a_json_document_must_be_a_table(value: str) -> None:
+    with pytest.raises(ConfigError, match="the config must be a table"):
+        MemoryConfig.from_json(value)
+
+
+def test_deep_nesting_is_a_config_error_not_a_crash() -> None:
+    with pytest.raises(ConfigError):
+        MemoryConfig.from_json("[" * 100_000)
+
+
+@pytest.mark.parametrize(
+    ("field", "where"),
+    [
+        ("api_key", "top"), ("API-Key", "top"), ("token", "top"),
+        ("tinyhumans_token", "top"), ("password", "top"), ("secret", "top"),
+        ("key", "engine"), ("bearer", "engine"), ("access_token", "engine"),
+        ("credentials", "engine"),
+    ],
+)
+def test_credential_looking_fields_are_ignored_with_a_warning(field: str, where: str) -> None:
+    data: dict[str, Any] = {"engine": "cortexdb", "engines": {"cortexdb": {}}}
+    if where == "top":
+        data[field] = CANARY
+        expected = field
+    else:
+        data["engines"]["cortexdb"][field] = CANARY
+        expected = f"engines.cortexdb.{field}"
+    with pytest.warns(ConfigWarning) as record:
+        config = MemoryConfig.from_dict(data)
+    messages = [str(w.message) for w in record]
+    assert any(f"`{expected}`" in m for m in messages)
+    assert all(CANARY not in m for m in messages)
+    # Nothing of it is kept anywhere in the config.
+    assert CANARY not in repr(config)
+    assert CANARY not in json.dumps(config.to_dict())
+
+
+def test_look_alike_fields_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MemoryConfig.from_dict({"max_tokens": 5, "keyboard": "us", "engines": {"x": {"monkey": 1}}})
+
+
+def test_warning_points_at_the_callers_line() -> None:
+    with pytest.warns(ConfigWarning) as record:
+        MemoryConfig.from_toml('token = "x"')
+    assert record[0].filename == __file__
+
+
+# ------------------------------------------------------------------ files
+
+
+def test_load_picks_the_format_from_the_suffix(tmp_path: pathlib.Path) -> None:
+    toml_file = tmp_path / "config.toml"
+    toml_file.write_text(SEED_TOML, encoding="utf-8")
+    json_file = tmp_path / "config.JSON"
+    json_file.write_text(SEED_JSON, encoding="utf-8")
+    other = tmp_path / "config.conf"
+    other.write_text(SEED_JSON, encoding="utf-8")
+    assert MemoryConfig.load(toml_file).settings() == MemoryConfig.load(json_file).settings()
+    assert MemoryConfig.load(str(other), format="json").engine == "cortexdb"
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        MemoryConfig.load(other)
+    with pytest.raises(ConfigError, match="unknown config format `yaml`"):
+        MemoryConfig.load(other, format="yaml")
+
+
+def test_load_accepts_a_byte_order_mark(tmp_path: pathlib.Path) -> None:
+    file = tmp_path / "c.toml"
+    file.write_bytes(b"\xef\xbb\xbfengine = 'local'\n")
+    assert MemoryConfig.load(file).engine == "local"
+
+
+def test_load_failures_name_the_file(tmp_path: pathlib.Path) -> None:
+    missing = tmp_path / "missing.toml"
+    with pytest.raises(ConfigError, match="no such file") as caught:
+        MemoryConfig.load(missing)
+    assert str(missing) in caught.value.message
+    with pytest.raises(ConfigError, match="is a folder"):
+        MemoryConfig.load(tmp_path)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"engine = '\xff\xfe'")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        MemoryConfig.load(binary)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("engine = 5\n")
+    with pytest.raises(ConfigError, match=r"bad\.toml: engine must be a string"):
+        MemoryConfig.load(bad)
+
+
+def test_load_refuses_a_huge_file(tmp_path: pathlib.Path) -> None:
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * (1024 * 1024 + 10))
+    with pytest.raises(ConfigError, match="larger than"):
+        MemoryConfig.load(big)
+
+
+def test_relative_paths_in_a_file_are_read_from_its_folder(tmp_path: pathlib.Path) -> None:
+    file = tmp_path / "sub" / "config.toml"
+    file.parent.mkdir()
+    file.write_text(
+        '[engines.local]\npath = "data/memory.sqlite3"\n'
+        '[engines.mem]\npath = ":memory:"\n'
+        '[engines.home]\npath = "~/m.sqlite3"\n'
+        f'[engines.abs]\npath = {json.dumps(str(tmp_path / "abs.sqlite3"))}\n'
+    )
+    config = MemoryConfig.load(file)
+    assert config.settings("local").path == str(file.parent / "data" / "memory.sqlite3")
+    assert config.settings("mem").path == ":memory:"
+    assert config.settings("home").path == "~/m.sqlite3"
+    assert config.settings("abs").path == str(tmp_path / "abs.sqlite3")
+    # From a string there is no folder to resolve against: kept as written.
+    text = MemoryConfig.from_toml('[engines.local]\npath = "data/memory.sqlite3"\n')
+    assert text.settings("local").path == "data/memory.sqlite3"
+
+
+def test_the_toml_parser_matches_the_python_version() -> None:
+    # tomllib from 3.11; the tomli dependency below (exercised by the 3.9 run).
+    expected = "tomllib" if sys.version_info >= (3, 11) else "tomli"
+    assert config_module._toml.__name__ == expected
+    assert MemoryConfig.from_toml('engine = "local"').engine == "local"
+
+
+# --------------------------------------------------------- EngineSettings
+
+
+def test_engine_settings_types() -> None:
+    with pytest.raises(TypeError, match=r"EngineSettings\.endpoint"):
+        EngineSettings(endpoint=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"EngineSettings\.path"):
+        EngineSettings(path=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="bytes"):
+        EngineSettings(path=_BytesPath())  # type: ignore[arg-type]
+
+
+def test_engine_settings_accepts_a_path_like_and_keeps_a_str(tmp_path: pathlib.Path) -> None:
+    settings = EngineSettings(path=tmp_path / "m.sqlite3")  # type: ignore[arg-type]
+    assert settings.path == str(tmp_path / "m.sqlite3")
+    assert isinstance(settings.path, str)
+
+
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        f"https://user:{CANARY}@cortex.example.com",
+        f"https://{CANARY}@cortex.example.com/",
+        f"http://:{CANARY}@127.0.0.1:8080",
+    ],
+)
+def test_an_endpoint_carrying_a_credential_is_refused_without_echoing_it(endpoint: str) -> None:
+    with pytest.raises(ConfigError, match=r"EngineSettings\.endpoint must not carry") as caught:
+        EngineSettings(endpoint=endpoint)
+    assert CANARY not in str(caught.value)
+    assert CANARY not in repr(caught.value)
+    with pytest.raises(ConfigError) as from_file:
+        MemoryConfig.from_dict({"engines": {"cortexdb": {"endpoint": endpoint}}})
+    assert from_file.value.message.startswith("engines.cortexdb.endpoint must not carry")
+    assert CANARY not in str(from_file.value)
+
+
+def test_endpoint_and_path_value_rules() -> None:
+    with pytest.raises(ConfigError, match=r"endpoint must not contain control characters"):
+        EngineSettings(endpoint="https://x.example\r\nHost: evil")
+    with pytest.raises(ConfigError, match=r"path must not contain a NUL"):
+        EngineSettings(path="a\x00b")
+    # Not a URL at all is the engine's business, not the settings'.
+    assert EngineSettings(endpoint="not a url").endpoint == "not a url"
+    assert EngineSettings(endpoint="http://[::1").endpoint == "http://[::1"
+    # An "@" after the host is part of the path, not a credential.
+    assert EngineSettings(endpoint="https://x.example/a@b").endpoint == "https://x.example/a@b"
+
+
+# ------------------------------------------------------------- MemoryConfig
+
+
+def test_memory_config_is_frozen_and_its_engines_read_only() -> None:
+    source = {"local": EngineSettings(path=":memory:")}
+    config = MemoryConfig("local", source)
+    source["local"] = EngineSettings(path="/elsewhere")
+    assert config.settings().path == ":memory:"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.engine = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        config.engines["local"] = EngineSettings()  # type: ignore[index]
+
+
+def test_memory_config_equality_hash_and_repr() -> None:
+    a = MemoryConfig("local", {"local": EngineSettings(path=":memory:")})
+    b = MemoryConfig.from_toml('engine = "local"\n[engines.local]\npath = ":memory:"\n')
+    assert a == b
+    assert hash(a) == hash(b)
+    assert len({a, b, MemoryConfig()}) == 2
+    assert repr(a) == (
+        "MemoryConfig(engine='local', engines={'local': "
+        "EngineSettings(endpoint=None, path=':memory:')})"
+    )
+
+
+def test_memory_config_construction_checks() -> None:
+    with pytest.raises(TypeError, match=r"MemoryConfig\.engine"):
+        MemoryConfig(5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="engine must not be blank"):
+        MemoryConfig("")
+    with pytest.raises(TypeError, match=r"MemoryConfig\.engines must be a mapping"):
+        MemoryConfig("local", [])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="EngineSettings"):
+        MemoryConfig("local", {"local": {"path": "x"}})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="keys"):
+        MemoryConfig("local", {1: EngineSettings()})  # type: ignore[dict-item]
+
+
+def test_builders_and_round_trip() -> None:
+    config = MemoryConfig().with_engine("local").with_settings(
+        "local", EngineSettings(path=":memory:")
+    )
+    assert config.engine == "local"
+    assert config.settings() == EngineSettings(path=":memory:")
+    assert MemoryConfig().engines == {}
+    data = config.to_dict()
+    assert data == {"engine": "local", "engines": {"local": {"path": ":memory:"}}}
+    assert MemoryConfig.from_dict(data) == config
+    assert MemoryConfig.from_json(json.dumps(data)) == config
+
+
+# ---------------------------------------------------------------- fuzzing
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+_config_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "engine": _json | st.sampled_from(["local", "cortexdb", ""]),
+        "engines": _json | st.dictionaries(
+            st.sampled_from(["local", "cortexdb", "x"]),
+            _json | st.fixed_dictionaries(
+                {}, optional={"endpoint": _json | st.text(), "path": _json | st.text()}
+            ),
+            max_size=3,
+        ),
+        "api_key": st.text(),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_config_like | _json)
+def test_any_json_value_gives_a_config_or_a_config_error(data: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        try:
+            config = MemoryConfig.from_json(json.dumps(data))
+        except ConfigError:
+            return
+    assert isinstance(config, MemoryConfig)
+    assert MemoryConfig.from_dict(config.to_dict()) == config
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_any_toml_text_gives_a_config_or_a_config_error(text: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfigWarning)
+        try:
+            config = MemoryConfig.from_toml(text)
+        except ConfigError:
+            return
+    assert isinstance(config, MemoryConfig)
