@@ -1,0 +1,304 @@
+"""Command-line options shared by several commands, and their conversion to contract values.
+
+Filter flags (``list``, ``fetch``, ``recall``, ``forget``) become a
+:class:`~cortex_memory.contract.MetaFilter`; metadata flags (``store``) become a
+:class:`~cortex_memory.contract.MemoryMeta`. Values are checked by the contract
+itself (namespaces, kinds, timestamps), so the CLI refuses exactly what the
+library refuses, with the same messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import datetime, timezone
+from typing import Any, Dict, List, NoReturn, Optional, TextIO
+
+from cortex_memory.cli._console import PROG
+from cortex_memory.contract.filter import MetaFilter
+from cortex_memory.contract.items import ItemKind
+from cortex_memory.contract.jsonfmt import parse_timestamp
+from cortex_memory.contract.meta import MemoryMeta, Source, SourceKind, ToolCallRef
+from cortex_memory.contract.namespace import Namespace, Reach
+from cortex_memory.errors import Error
+
+__all__ = [
+    "Parser",
+    "ParserExit",
+    "add_filter_options",
+    "add_global_options",
+    "add_meta_options",
+    "add_reach_options",
+    "filter_from",
+    "meta_from",
+    "reach_from",
+    "split_values",
+]
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_REACH_MODES = ("of", "exact", "subtree")
+
+
+class ParserExit(Exception):
+    """argparse wanted to exit (``--help``, a usage error): carries the status."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` that writes to the CLI's streams and never calls ``sys.exit``.
+
+    ``main(argv)`` can then be called in-process (tests, hosts) and returns the
+    status instead of raising ``SystemExit``.
+    """
+
+    def __init__(self, *args: Any, streams: Dict[str, TextIO], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._streams = streams
+
+    def _print_message(self, message: str, file: Optional[Any] = None) -> None:
+        if not message:
+            return
+        # argparse passes sys.stderr for errors and sys.stdout (or None) for help.
+        target = self._streams["err"] if file is sys.stderr else self._streams["out"]
+        target.write(message)
+
+    def exit(self, status: int = 0, message: Optional[str] = None) -> NoReturn:
+        if message:
+            self._streams["err"].write(message)
+        raise ParserExit(status)
+
+    def error(self, message: str) -> NoReturn:
+        self._streams["err"].write(self.format_usage())
+        self._streams["err"].write(f"{PROG}: error: {message}\n")
+        raise ParserExit(2)
+
+
+# ----------------------------------------------------------- global options
+
+
+def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    """The options every command takes, before or after the command name.
+
+    On subcommands the defaults are suppressed, so a flag given before the
+    command is not reset by the subcommand's own parser.
+    """
+    def default(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        "--json", action="store_true", default=default(False),
+        help="print machine-readable JSON (the contract's shapes) instead of text",
+    )
+    group.add_argument(
+        "--config", metavar="PATH", default=default(None),
+        help="config file (default: $CORTEX_MEMORY_CONFIG, else the per-user config.toml)",
+    )
+    group.add_argument(
+        "--engine", metavar="ID", default=default(None),
+        help="engine id: cortexdb, tinyhumans or local (see `cortex-memory engines`)",
+    )
+    group.add_argument(
+        "--endpoint", metavar="URL", default=default(None),
+        help="endpoint of a CortexDB engine (overrides the config)",
+    )
+    group.add_argument(
+        "--path", metavar="DB", default=default(None),
+        help="database file of the local engine (implies --engine local)",
+    )
+
+
+# ----------------------------------------------------------- filter options
+
+
+def _kind(text: str) -> ItemKind:
+    try:
+        return ItemKind.parse(text, "item type")
+    except Error as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _source_kind(text: str) -> SourceKind:
+    try:
+        return SourceKind.parse(text, "source kind")
+    except Error as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _namespace(text: str) -> Namespace:
+    try:
+        return Namespace.parse(text)
+    except Error as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _instant(text: str) -> datetime:
+    """An RFC 3339 instant, ``now``, or a bare date (midnight UTC)."""
+    if text == "now":
+        return datetime.now(timezone.utc)
+    if _DATE.fullmatch(text):
+        text += "T00:00:00Z"
+    try:
+        return parse_timestamp(text)
+    except Error as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+_STRING_FIELDS = (
+    ("workspace", "workspace (exact)"),
+    ("folder", "folder (path prefix: /a/b matches /a/b/c)"),
+    ("file-path", "file path (path prefix)"),
+    ("language", "language (exact)"),
+    ("repo", "repository (exact)"),
+    ("commit", "commit (exact)"),
+    ("url", "URL (exact)"),
+    ("thread-id", "conversation thread"),
+    ("agent-id", "producing agent"),
+)
+
+
+def add_reach_options(group: Any) -> None:
+    """``--namespace`` and ``--reach``: which part of the namespace tree a read covers."""
+    group.add_argument(
+        "--namespace", metavar="NS", type=_namespace,
+        help="namespace to read, e.g. team:acme/agent:writer (see --reach)",
+    )
+    group.add_argument(
+        "--reach", choices=_REACH_MODES,
+        help="with --namespace: `of` (the node and its ancestors, default), "
+        "`exact` (the node only) or `subtree` (the node and below)",
+    )
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """Flags that build a :class:`MetaFilter`; every flag given must hold."""
+    group = parser.add_argument_group("filter (every option given must hold)")
+    group.add_argument(
+        "--type", dest="types", metavar="TYPE", action="append", type=_kind, default=[],
+        help="item type: document, conversation or learning (repeatable: any of them)",
+    )
+    group.add_argument(
+        "--tag", dest="tags", metavar="TAG", action="append", default=[],
+        help="carries this tag (repeatable: any of them)",
+    )
+    add_reach_options(group)
+    for flag, text in _STRING_FIELDS:
+        group.add_argument(f"--{flag}", metavar="VALUE", help=text)
+    group.add_argument("--tool-call", metavar="NAME", help="producing tool's name")
+    group.add_argument("--source-id", metavar="ID", help="source id")
+    group.add_argument(
+        "--source", dest="sources", metavar="KIND", action="append", type=_source_kind,
+        default=[], help="source kind: folder, file, conversation, agent, import (repeatable)",
+    )
+    group.add_argument(
+        "--after", metavar="TIME", type=_instant,
+        help="observed at or after TIME (RFC 3339, a date, or `now`)",
+    )
+    group.add_argument(
+        "--before", metavar="TIME", type=_instant, help="observed before TIME"
+    )
+
+
+def reach_from(args: argparse.Namespace) -> Optional[Reach]:
+    """The reach the flags ask for: none unless ``--namespace`` or ``--reach`` is given."""
+    namespace: Optional[Namespace] = args.namespace
+    mode: Optional[str] = args.reach
+    if namespace is None and mode is None:
+        return None
+    at = namespace if namespace is not None else Namespace.root()
+    if mode == "exact":
+        return Reach.exact(at)
+    if mode == "subtree":
+        return Reach.subtree(at)
+    return Reach.of(at)
+
+
+def filter_from(args: argparse.Namespace) -> MetaFilter:
+    """The :class:`MetaFilter` the filter flags describe (empty when none is given)."""
+    return MetaFilter(
+        reach=reach_from(args),
+        workspace=args.workspace,
+        folder=args.folder,
+        file_path=args.file_path,
+        language=args.language,
+        repo=args.repo,
+        commit=args.commit,
+        url=args.url,
+        thread_id=args.thread_id,
+        agent_id=args.agent_id,
+        tool_call=args.tool_call,
+        source_id=args.source_id,
+        kinds=tuple(dict.fromkeys(args.types)),
+        sources=tuple(dict.fromkeys(args.sources)),
+        tags_any=tuple(dict.fromkeys(args.tags)),
+        observed_after=args.after,
+        observed_before=args.before,
+    )
+
+
+# ------------------------------------------------------------- meta options
+
+
+def add_meta_options(parser: argparse.ArgumentParser) -> None:
+    """Flags that build the stored item's :class:`MemoryMeta`."""
+    group = parser.add_argument_group("metadata")
+    group.add_argument(
+        "--namespace", metavar="NS", type=_namespace,
+        help="where the item lives, e.g. user:alice (default: the root)",
+    )
+    group.add_argument(
+        "--tag", dest="tags", metavar="TAG", action="append", default=[],
+        help="a free-form tag (repeatable)",
+    )
+    for flag, text in _STRING_FIELDS:
+        group.add_argument(f"--{flag}", metavar="VALUE", help=text.split(" (")[0])
+    group.add_argument("--tool-call", metavar="NAME", help="producing tool's name")
+    group.add_argument(
+        "--source", metavar="KIND", type=_source_kind,
+        help="source kind: folder, file, conversation, agent (default), import",
+    )
+    group.add_argument("--source-id", metavar="ID", help="source id")
+    group.add_argument(
+        "--observed-at", metavar="TIME", type=_instant,
+        help="when it was observed (RFC 3339, a date, or `now`); not part of the id",
+    )
+    group.add_argument(
+        "--no-derive", action="store_true",
+        help="index the item but derive no facts or beliefs from it",
+    )
+
+
+def meta_from(args: argparse.Namespace) -> MemoryMeta:
+    """The :class:`MemoryMeta` the metadata flags describe."""
+    source = Source(
+        args.source if args.source is not None else SourceKind.AGENT, args.source_id
+    )
+    return MemoryMeta(
+        namespace=args.namespace if args.namespace is not None else Namespace.root(),
+        workspace=args.workspace,
+        folder=args.folder,
+        file_path=args.file_path,
+        language=args.language,
+        repo=args.repo,
+        commit=args.commit,
+        url=args.url,
+        thread_id=args.thread_id,
+        agent_id=args.agent_id,
+        tool_call=None if args.tool_call is None else ToolCallRef(args.tool_call),
+        source=source,
+        tags=tuple(dict.fromkeys(args.tags)),
+        observed_at=args.observed_at,
+        derive=False if args.no_derive else None,
+    )
+
+
+def split_values(values: List[str]) -> List[str]:
+    """Ids given as separate words or comma-separated, blanks dropped."""
+    out: List[str] = []
+    for value in values:
+        out.extend(part.strip() for part in value.split(",") if part.strip())
+    return out

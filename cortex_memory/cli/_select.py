@@ -1,0 +1,154 @@
+"""Which engine a CLI command talks to, and with which settings and credential.
+
+Precedence (README decisions 9 and 12):
+
+1. explicit flags: ``--engine ID``; ``--path DB`` alone selects ``local``;
+   ``--endpoint`` and ``--path`` override the selected engine's settings;
+2. the config file: ``--config PATH``, else ``$CORTEX_MEMORY_CONFIG``, else
+   ``<config folder>/cortex-memory/config.toml`` when it exists;
+3. a credential in the environment picks its engine when this build has it
+   (``CORTEX_MEMORY_API_KEY`` → ``cortexdb``, else
+   ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` → ``tinyhumans``);
+4. otherwise the local engine at the per-user database, with a one-line note
+   on stderr saying so.
+
+Credentials come only from the environment, never from a flag or a file.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+from typing import Mapping, Optional, Tuple
+
+from cortex_memory import paths, registry
+from cortex_memory.config import ConfigWarning, EngineSettings, MemoryConfig
+from cortex_memory.contract.engine import MemoryEngine
+from cortex_memory.errors import ConfigError
+from cortex_memory.registry import LOCAL_ENGINE_ID, EngineCredential
+
+__all__ = [
+    "CORTEXDB_CREDENTIAL_ENV",
+    "CREDENTIAL_ENV",
+    "Selection",
+    "TINYHUMANS_CREDENTIAL_ENV",
+    "UsageError",
+    "load_config",
+    "select_engine",
+]
+
+#: The CortexDB (Direct) API key.
+CORTEXDB_CREDENTIAL_ENV = "CORTEX_MEMORY_API_KEY"
+#: The TinyHumans (hosted) session token or ``tiny_live_`` key.
+TINYHUMANS_CREDENTIAL_ENV = "CORTEX_MEMORY_TINYHUMANS_TOKEN"
+#: Which environment variable holds each engine's credential, in the order a
+#: credential picks an engine when nothing else does.
+CREDENTIAL_ENV: Tuple[Tuple[str, str], ...] = (
+    ("cortexdb", CORTEXDB_CREDENTIAL_ENV),
+    ("tinyhumans", TINYHUMANS_CREDENTIAL_ENV),
+)
+
+
+class UsageError(Exception):
+    """A mistake in the command line itself (exit status 2)."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of engine selection; ``note`` is what to say on stderr, if anything."""
+
+    engine_id: str
+    settings: EngineSettings
+    credential: EngineCredential
+    note: Optional[str] = None
+    warnings: Tuple[str, ...] = ()
+
+    def build(self) -> MemoryEngine:
+        """Build the engine through the registry."""
+        return registry.build_engine(self.engine_id, self.settings, self.credential)
+
+
+def load_config(
+    explicit: Optional[str], env: Mapping[str, str]
+) -> Tuple[Optional[MemoryConfig], Tuple[str, ...]]:
+    """The config the CLI uses (or ``None``) and any warnings loading it raised."""
+    file = paths.config_path(explicit, env)
+    if file is None:
+        return None, ()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConfigWarning)
+        config = MemoryConfig.load(file)
+    found = tuple(
+        str(w.message) for w in caught if issubclass(w.category, ConfigWarning)
+    )
+    return config, found
+
+
+def _credential(engine_id: str, env: Mapping[str, str]) -> EngineCredential:
+    for known, name in CREDENTIAL_ENV:
+        if known == engine_id:
+            value = env.get(name, "")
+            return EngineCredential.static(value) if value.strip() else EngineCredential.NONE
+    return EngineCredential.NONE
+
+
+def _needs_key_hint(engine_id: str) -> str:
+    for known, name in CREDENTIAL_ENV:
+        if known == engine_id:
+            return f"engine `{engine_id}` needs a credential: set {name} in the environment"
+    return f"engine `{engine_id}` needs a credential, which this command cannot supply"
+
+
+def select_engine(
+    *,
+    engine: Optional[str],
+    endpoint: Optional[str],
+    path: Optional[str],
+    config_file: Optional[str],
+    env: Mapping[str, str],
+) -> Selection:
+    """Resolve the engine id, settings and credential for a command (see the module doc)."""
+    config, found = load_config(config_file, env)
+    fallback = False
+    if engine is not None:
+        engine_id = engine
+    elif path is not None:
+        engine_id = LOCAL_ENGINE_ID
+    elif config is not None:
+        engine_id = config.engine
+    else:
+        offered = registry.engine_ids()
+        picked = [
+            known for known, name in CREDENTIAL_ENV
+            if env.get(name, "").strip() and known in offered
+        ]
+        engine_id = picked[0] if picked else LOCAL_ENGINE_ID
+        fallback = not picked
+
+    settings = config.settings(engine_id) if config is not None else EngineSettings()
+    if engine_id == LOCAL_ENGINE_ID and endpoint is not None:
+        raise UsageError("--endpoint is for the CortexDB engines; the local engine takes --path")
+    if engine_id != LOCAL_ENGINE_ID and path is not None:
+        raise UsageError(f"--path is for the local engine, not `{engine_id}`")
+    if endpoint is not None:
+        settings = replace(settings, endpoint=endpoint)
+    if path is not None:
+        settings = replace(settings, path=path)
+
+    descriptor = registry.describe_engine(engine_id)  # ConfigError for an unknown id
+    credential = _credential(engine_id, env)
+    if descriptor.needs_key and credential.is_missing():
+        raise ConfigError(_needs_key_hint(engine_id))
+
+    note = None
+    if engine_id == LOCAL_ENGINE_ID and not (settings.path or "").strip():
+        # Resolved here from the CLI's own environment (not os.environ inside
+        # the registry), so the note names exactly the file that is opened.
+        database = paths.default_database_path(env, create=True)
+        settings = replace(settings, path=str(database))
+        if fallback:
+            note = (
+                "no config file and no credential in the environment; "
+                f"using the local engine at {database}"
+            )
+    return Selection(engine_id, settings, credential, note, found)

@@ -1,0 +1,429 @@
+"""The everyday commands, run in-process on a real local database."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import pytest
+
+from cortex_memory.cli import EXIT_CODES, exit_code
+from cortex_memory.contract import (
+    Conversation,
+    Document,
+    Learning,
+    LearningKind,
+    MemoryMeta,
+    Namespace,
+    Role,
+    StoreItem,
+    TextBody,
+    Turn,
+)
+from cortex_memory.errors import (
+    ConfigError,
+    ConflictError,
+    EngineError,
+    Error,
+    InvalidRequestError,
+    NotFoundError,
+    UnauthorizedError,
+    UnavailableError,
+    UnsupportedError,
+)
+
+Runner = Callable[..., Any]  # the `cli` fixture of conftest.py
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "memory.sqlite3")
+
+
+@pytest.fixture
+def run(cli: Runner, db: str) -> Runner:
+    """Like ``cli`` but always on the test's database (so no fallback note)."""
+
+    def go(*argv: str, **kw: Any) -> Any:
+        return cli(*argv, "--path", db, **kw)
+
+    return go
+
+
+def _json(result: Any) -> Any:
+    assert result.status == 0, result.err
+    assert result.err == ""
+    return json.loads(result.out)
+
+
+# -------------------------------------------------------------------- store
+
+
+def test_store_a_document_prints_created_then_replayed(run: Runner) -> None:
+    first = run("store", "The", "team", "ships", "on", "Tuesdays", "--tag", "release")
+    expected = Document(TextBody("The team ships on Tuesdays"),
+                        meta=MemoryMeta(tags=("release",))).fingerprint()
+    assert first.status == 0
+    assert first.out.split() == ["created", "document", expected, "The", "team", "ships", "on",
+                                 "Tuesdays"]
+    again = run("store", "The team ships on Tuesdays", "--tag", "release")
+    assert again.out.split()[:3] == ["replayed", "document", expected]
+
+
+def test_store_json_receipt_is_the_contract_shape(run: Runner) -> None:
+    receipt = _json(run("store", "--json", "hello"))
+    assert receipt == {"id": StoreItem.document("hello").fingerprint(), "replayed": False}
+
+
+def test_store_a_learning(run: Runner) -> None:
+    receipt = _json(run(
+        "store", "Prefers short answers", "--kind", "preference", "--confidence", "0.9",
+        "--evidence", "said so", "--namespace", "user:alice", "--json",
+    ))
+    item = Learning("Prefers short answers", LearningKind.PREFERENCE, 0.9, "said so",
+                    MemoryMeta(namespace=Namespace.parse("user:alice")))
+    assert receipt["id"] == item.fingerprint()
+    (hit,) = _json(run("get", receipt["id"], "--json"))
+    assert hit["kind"] == "learning"
+    assert hit["confidence"] == 0.9
+    assert hit["meta"]["namespace"] == "user:alice"
+
+
+def test_store_learning_defaults(run: Runner) -> None:
+    receipt = _json(run("store", "--type", "learning", "a fact", "--json"))
+    assert receipt["id"] == StoreItem.learning("a fact", LearningKind.FACT, 0.8).fingerprint()
+
+
+def test_store_a_conversation(run: Runner) -> None:
+    receipt = _json(run(
+        "store", "--turn", "user: which port?", "--turn", "assistant:8080",
+        "--thread-id", "t-1", "--json",
+    ))
+    item = Conversation(
+        (Turn(Role.USER, "which port?"), Turn(Role.ASSISTANT, "8080")),
+        MemoryMeta(thread_id="t-1"),
+    )
+    assert receipt["id"] == item.fingerprint()
+
+
+def test_store_from_a_file_and_from_stdin(run: Runner, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nline one\n", encoding="utf-8")
+    from_file = _json(run("store", "--file", str(notes), "--title", "Notes",
+                          "--mime", "text/markdown", "--json"))
+    expected = Document(TextBody("# Notes\n\nline one\n"), "Notes", "text/markdown")
+    assert from_file["id"] == expected.fingerprint()
+    piped = _json(run("store", "--json", stdin="piped text\n"))
+    assert piped["id"] == StoreItem.document("piped text\n").fingerprint()
+    dash = _json(run("store", "--file", "-", "--json", stdin="piped text\n"))
+    assert dash == {"id": piped["id"], "replayed": True}
+
+
+def test_store_a_whole_item_as_json(run: Runner, tmp_path: Path) -> None:
+    item = StoreItem.learning("from json", LearningKind.CORRECTION, 0.5)
+    path = tmp_path / "item.json"
+    path.write_text(json.dumps(item.to_json()), encoding="utf-8")
+    assert _json(run("store", "--item", str(path), "--json"))["id"] == item.fingerprint()
+    assert _json(run("store", "--item", "-", "--json",
+                     stdin=json.dumps(item.to_json())))["replayed"] is True
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        (["store"], 2, "nothing to store"),
+        (["store", "x", "--file", "y"], 2, "not both"),
+        (["store", "--turn", "nocolon"], 2, "ROLE:TEXT"),
+        (["store", "--turn", "robot:hi"], 2, "unknown role `robot`"),
+        (["store", "x", "--turn", "user:hi"], 2, "not TEXT"),
+        (["store", "--type", "conversation"], 2, "at least one --turn"),
+        (["store", "x", "--kind", "fact", "--title", "t"], 2, "for documents"),
+        (["store", "x", "--type", "document", "--confidence", "0.5"], 2, "for learnings"),
+        (["store", "--item", "-", "x"], 2, "drop TEXT"),
+        (["store", "--file", "/no/such/file"], 2, "cannot read /no/such/file"),
+        (["store", "   "], 4, "invalid request: document body must not be empty"),
+        (["store", "x", "--confidence", "1.5"], 4, "confidence must be between 0 and 1"),
+        (["store", "--namespace", "robot:x", "y"], 2, "namespace"),
+        (["store", "--observed-at", "yesterday", "y"], 2, "invalid timestamp"),
+    ],
+)
+def test_store_refusals(run: Runner, argv: List[str], status: int, message: str) -> None:
+    result = run(*argv, tty=True)
+    assert result.status == status, result.err
+    assert message in result.err
+    assert result.out == ""
+    assert "Traceback" not in result.err
+
+
+def test_store_item_json_errors_are_invalid_requests(run: Runner) -> None:
+    bad = run("store", "--item", "-", stdin="{not json")
+    assert bad.status == 4
+    assert "not valid JSON" in bad.err
+    shape = run("store", "--item", "-", stdin='{"type": "poem"}')
+    assert shape.status == 4
+    assert "unknown item type `poem`" in shape.err
+
+
+def test_store_metadata_flags(run: Runner) -> None:
+    receipt = _json(run(
+        "store", "meta", "--workspace", "ws", "--folder", "/a", "--file-path", "/a/b.py",
+        "--language", "python", "--repo", "o/r", "--commit", "abc", "--url", "https://x.test",
+        "--agent-id", "bot", "--tool-call", "grep", "--source", "file", "--source-id", "s1",
+        "--observed-at", "2025-01-02", "--no-derive", "--tag", "a", "--tag", "b", "--tag", "a",
+        "--json",
+    ))
+    (hit,) = _json(run("get", receipt["id"], "--json"))
+    assert hit["meta"] == {
+        "workspace": "ws", "folder": "/a", "file_path": "/a/b.py", "language": "python",
+        "repo": "o/r", "commit": "abc", "url": "https://x.test", "agent_id": "bot",
+        "tool_call": {"name": "grep"}, "source": {"kind": "file", "id": "s1"},
+        "tags": ["a", "b"], "observed_at": "2025-01-02T00:00:00Z", "derive": False,
+    }
+
+
+# ------------------------------------------------------------- list / get
+
+
+def _seed(run: Runner) -> Dict[str, str]:
+    ids = {}
+    ids["doc"] = _json(run("store", "release checklist and changelog", "--tag", "rel",
+                           "--json"))["id"]
+    ids["fact"] = _json(run("store", "--kind", "fact", "ships on tuesday", "--tag", "rel",
+                            "--namespace", "team:acme", "--json"))["id"]
+    ids["chat"] = _json(run("store", "--turn", "user:hello", "--turn", "assistant:hi",
+                            "--json"))["id"]
+    return ids
+
+
+def test_list_text_and_json(run: Runner) -> None:
+    ids = _seed(run)
+    text = run("list")
+    assert text.status == 0
+    lines = text.out.splitlines()
+    assert len(lines) == 3
+    assert {line.split()[0] for line in lines} == set(ids.values())
+    assert any("[team:acme] ships on tuesday" in line for line in lines)
+    page = _json(run("list", "--json"))
+    assert {hit["id"] for hit in page["items"]} == set(ids.values())
+    assert all(hit["score"] == 0.0 for hit in page["items"])
+
+
+def test_list_pages_with_a_cursor(run: Runner) -> None:
+    ids = _seed(run)
+    seen: List[str] = []
+    cursor = None
+    for _ in range(5):
+        argv = ["list", "--limit", "1", "--json"] + (["--cursor", cursor] if cursor else [])
+        page = _json(run(*argv))
+        seen += [hit["id"] for hit in page["items"]]
+        cursor = page.get("next_cursor")
+        if cursor is None:
+            break
+    assert sorted(seen) == sorted(ids.values())
+    text = run("list", "--limit", "1")
+    assert "more: cortex-memory list --cursor " in text.out
+
+
+def test_list_filters(run: Runner) -> None:
+    ids = _seed(run)
+    def listed(*flags: str) -> List[str]:
+        return sorted(hit["id"] for hit in _json(run("list", "--json", *flags))["items"])
+
+    assert listed("--tag", "rel") == sorted([ids["doc"], ids["fact"]])
+    assert listed("--type", "conversation") == [ids["chat"]]
+    assert listed("--type", "conversation", "--type", "learning") == sorted(
+        [ids["chat"], ids["fact"]])
+    assert listed("--namespace", "team:acme", "--reach", "exact") == [ids["fact"]]
+    # `of` (default) also sees the root, where the other two live.
+    assert listed("--namespace", "team:acme") == sorted(ids.values())
+    assert listed("--tag", "none") == []
+    assert run("list", "--tag", "none").out == "no items\n"
+
+
+def test_get_shows_items_in_full_and_in_order(run: Runner) -> None:
+    ids = _seed(run)
+    text = run("get", ids["fact"], ids["doc"])
+    assert text.status == 0
+    blocks = text.out.split("\n\n")
+    assert blocks[0].startswith(f"id:          {ids['fact']}\ntype:        learning\n")
+    assert "confidence:  0.8" in blocks[0]
+    assert "namespace:   team:acme" in blocks[0]
+    assert "tags:        rel" in blocks[0]
+    assert blocks[1].startswith(f"id:          {ids['doc']}")
+    assert "  release checklist and changelog" in blocks[1]
+    hits = _json(run("get", ids["chat"], ids["doc"], "--json"))
+    assert [h["id"] for h in hits] == [ids["chat"], ids["doc"]]
+
+
+def test_get_reports_missing_ids_with_status_6(run: Runner) -> None:
+    ids = _seed(run)
+    missing = "0" * 40
+    result = run("get", ids["doc"], missing, "--json")
+    assert result.status == 6
+    assert [h["id"] for h in json.loads(result.out)] == [ids["doc"]]
+    assert result.err == f"cortex-memory: not found: {missing}\n"
+
+
+def test_get_with_reach(run: Runner) -> None:
+    ids = _seed(run)
+    result = run("get", ids["fact"], "--namespace", "user:bob", "--reach", "exact", "--json")
+    assert result.status == 6
+    assert json.loads(result.out) == []
+
+
+# ---------------------------------------------------------- fetch / recall
+
+
+@pytest.mark.parametrize("mode", ["keyword", "vector", "hybrid"])
+def test_fetch_every_mode(run: Runner, mode: str) -> None:
+    ids = _seed(run)
+    page = _json(run("fetch", "release", "checklist", "--mode", mode, "--json"))
+    assert page["hits"][0]["id"] == ids["doc"]
+    scores = [hit["score"] for hit in page["hits"]]
+    assert scores == sorted(scores, reverse=True)
+    text = run("fetch", "release checklist", "--mode", mode)
+    first = text.out.splitlines()[0].split()
+    assert first[1] == ids["doc"]
+    assert float(first[0]) > 0
+
+
+def test_fetch_with_filter_and_no_hits(run: Runner) -> None:
+    _seed(run)
+    assert _json(run("fetch", "release", "--tag", "none", "--json")) == {"hits": []}
+    assert run("fetch", "release", "--tag", "none").out == "no hits\n"
+
+
+def test_recall_cites_stored_items(run: Runner) -> None:
+    ids = _seed(run)
+    answer = _json(run("recall", "when", "do", "we", "ship?", "--json"))
+    assert answer["answer"].strip()
+    cited = [c["id"] for c in answer["citations"]]
+    assert cited
+    assert set(cited) <= set(ids.values())
+    text = run("recall", "when do we ship?")
+    assert f"citations ({len(cited)}):" in text.out
+    assert f"[1] {cited[0]}" in text.out
+
+
+def test_recall_limit_and_blank_question(run: Runner) -> None:
+    _seed(run)
+    answer = _json(run("recall", "release", "--limit", "1", "--json"))
+    assert len(answer["citations"]) <= 1
+    blank = run("recall", "  ")
+    assert blank.status == 4
+    assert "recall question must not be empty" in blank.err
+    zero = run("recall", "x", "--limit", "0")
+    assert zero.status == 2
+
+
+# ------------------------------------------------------------------ forget
+
+
+def test_forget_by_id_and_by_filter(run: Runner) -> None:
+    ids = _seed(run)
+    assert run("forget", ids["chat"]).out == "forgot 1 item\n"
+    assert _json(run("forget", ids["chat"], "--json")) == {"forgotten": 0}
+    assert run("forget", "--tag", "rel").out == "forgot 2 items\n"
+    assert _json(run("list", "--json")) == {"items": []}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["forget"], "never forgets everything"),
+     (["forget", "abc", "--tag", "x"], "not both")],
+)
+def test_forget_refuses_ambiguity(run: Runner, argv: List[str], message: str) -> None:
+    _seed(run)
+    result = run(*argv)
+    assert result.status == 2
+    assert message in result.err
+    assert len(_json(run("list", "--json"))["items"]) == 3
+
+
+# --------------------------------------------------------- health / engines
+
+
+def test_health(run: Runner) -> None:
+    assert run("health").out == "local: ok\n"
+    assert _json(run("health", "--json")) == {"state": "ok"}
+
+
+def test_health_down_exits_1(cli: Runner, tmp_path: Path) -> None:
+    # A folder where the database file should be: the engine cannot open it.
+    folder = tmp_path / "a-folder.sqlite3"
+    folder.mkdir()
+    result = cli("health", "--path", str(folder))
+    assert result.status == 1
+    assert result.out.startswith("local: down: ")
+
+
+def test_engines_lists_without_building(cli: Runner, env: Dict[str, str]) -> None:
+    text = cli("engines")
+    assert text.status == 0
+    assert text.err == ""
+    assert "local  Local (SQLite)" in text.out
+    assert "needs: nothing (no account)" in text.out
+    listed = json.loads(cli("engines", "--json").out)
+    assert listed[-1]["id"] == "local"
+    assert not Path(env["CORTEX_MEMORY_HOME"]).exists()
+
+
+# ---------------------------------------------------------- global behaviour
+
+
+def test_json_flag_before_or_after_the_command(cli: Runner, db: str) -> None:
+    before = cli("--json", "--path", db, "store", "x")
+    after = cli("store", "x", "--json", "--path", db)
+    assert json.loads(before.out)["replayed"] is False
+    assert json.loads(after.out)["replayed"] is True
+
+
+def test_control_characters_in_stored_text_are_not_sent_to_the_terminal(run: Runner) -> None:
+    receipt = _json(run("store", "evil \x1b[31mred\x1b[0m \x07bell \u009b", "--json"))
+    for argv in (["list"], ["get", receipt["id"]], ["fetch", "evil"], ["recall", "evil"]):
+        out = run(*argv).out
+        assert "\x1b" not in out
+        assert "\x07" not in out
+        assert "\u009b" not in out
+        assert "\\x1b[31mred" in out
+    # JSON keeps the exact text, escaped by the JSON writer.
+    (hit,) = _json(run("get", receipt["id"], "--json"))
+    assert hit["text"] == "evil \x1b[31mred\x1b[0m \x07bell \u009b"
+
+
+def test_no_command_prints_help_and_exits_2(cli: Runner) -> None:
+    result = cli()
+    assert result.status == 2
+    assert "demo" in result.err
+    assert result.out == ""
+
+
+def test_help_and_version_exit_0_on_stdout(cli: Runner) -> None:
+    helped = cli("--help")
+    assert helped.status == 0
+    assert "CORTEX_MEMORY_API_KEY" in helped.out
+    assert cli("store", "--help").out.startswith("usage: cortex-memory store")
+    version = cli("--version")
+    assert (version.status, version.out) == (0, "cortex-memory 0.1.0\n")
+
+
+def test_unknown_command_and_option_are_usage_errors(cli: Runner) -> None:
+    for argv in (["bogus"], ["list", "--bogus"], ["list", "--limit", "zero"]):
+        result = cli(*argv)
+        assert result.status == 2
+        assert "cortex-memory: error:" in result.err
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ConfigError("x"), 3), (InvalidRequestError("x"), 4), (UnauthorizedError("x"), 5),
+        (NotFoundError("x"), 6), (ConflictError("x"), 7), (UnavailableError("x"), 8),
+        (UnsupportedError("x"), 9), (EngineError("x"), 10), (Error("x"), 1),
+    ],
+)
+def test_exit_code_per_error_class(error: Error, code: int) -> None:
+    assert exit_code(error) == code
+    codes = [c for _, c in EXIT_CODES]
+    assert len(codes) == len(set(codes))
