@@ -41,15 +41,23 @@ _DOUBLE_LINE = " double on "
 
 
 @contextlib.contextmanager
-def serve(argv: Sequence[str], *, ready_timeout: float = 30.0) -> Iterator[str]:
+def serve(
+    argv: Sequence[str],
+    *,
+    ready_timeout: float = 30.0,
+    started: Optional[List[subprocess.Popen[str]]] = None,
+) -> Iterator[str]:
     """Run ``argv`` as a server process; yield the URL it announces.
 
     The first line names the URL: ``READY <url>``, or ``<wire> double on <url>``
-    as printed by ``python -m cortex_memory.testing serve``.
+    as printed by ``python -m cortex_memory.testing serve``. When ``started``
+    is given, the process is appended to it (to watch the server's CPU).
     """
     proc = subprocess.Popen(
         list(argv), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
+    if started is not None:
+        started.append(proc)
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + ready_timeout
