@@ -322,6 +322,11 @@ def classify(err: BaseException) -> str:
         return CODE_FORBIDDEN
     if isinstance(err, ConflictError):
         return CODE_CONFLICT
+    u3 = sys.modules.get("urllib3.exceptions")
+    # urllib3's NewConnectionError subclasses ConnectTimeoutError for history's
+    # sake; a refused connection is a transport failure, not a timeout.
+    if u3 is not None and isinstance(err, u3.NewConnectionError):
+        return CODE_TRANSPORT
     if isinstance(err, _timeout_types()):
         return CODE_TIMEOUT
     if isinstance(err, _transport_types()):

@@ -236,12 +236,12 @@ def decode_handoff(arguments: object) -> HandoffRequest:
     """Read a ``cortex_handoff`` arguments object (size checked first)."""
     obj = _object(arguments, "the arguments")
     _check_size(obj)
-    _closed(obj, _HANDOFF_FIELDS, "the arguments")
+    _closed(obj, _HANDOFF_FIELDS, "cortex_handoff")
     key = obj.get("idempotency_key")
     if not isinstance(key, str) or not key:
-        raise _invalid("the arguments need a non-empty `idempotency_key`")
+        raise _invalid("cortex_handoff needs a non-empty `idempotency_key`")
     if "observation" not in obj:
-        raise _invalid("the arguments need `observation`")
+        raise _invalid("cortex_handoff needs `observation`")
     observation = decode_observation(obj["observation"])
     relation = _relation(obj["relation"]) if "relation" in obj else None
     capability = None
