@@ -147,7 +147,9 @@ def test_observed_at_is_the_first_parseable_time() -> None:
 def test_scores_follow_array_positions_with_skipped_entries_counting() -> None:
     found = belief_hits([belief(id="a"), {"junk": 1}, belief(id="c"), "x", belief(id="e")])
     assert [(b.id, b.score) for b in found] == [
-        ("a", 1.0), ("c", 0.3333333432674408), ("e", 0.20000000298023224),
+        ("a", 1.0),
+        ("c", 0.3333333432674408),
+        ("e", 0.20000000298023224),
     ]
 
 

@@ -99,7 +99,10 @@ def test_interleave_round_robin_with_global_ranks_and_scores(wire: Any, h: Any) 
     assert [hit.text for hit in page.hits] == RANKED
     assert [hit.score for hit in page.hits] == [1.0, 0.5, F32_THIRD, 0.25]
     assert [hit.kind for hit in page.hits] == [
-        ItemKind.DOCUMENT, ItemKind.LEARNING, ItemKind.DOCUMENT, ItemKind.LEARNING,
+        ItemKind.DOCUMENT,
+        ItemKind.LEARNING,
+        ItemKind.DOCUMENT,
+        ItemKind.LEARNING,
     ]
     assert page.hits[1].confidence == 0.5
     assert page.next_cursor is None
@@ -128,7 +131,9 @@ def test_pages_follow_the_cursor_with_global_ranks(wire: Any, h: Any) -> None:
     )
     assert events_asked == [6, 9, 12, 15]
     assert {b["budgets"]["max_tokens"] for b in h.recalls_by_scope(double)[DOCS]} == {
-        6 * 786_432, 9 * 786_432, 8_388_608,
+        6 * 786_432,
+        9 * 786_432,
+        8_388_608,
     }
 
 
@@ -170,8 +175,10 @@ def test_conversations_are_whole_hits(wire: Any, h: Any) -> None:
     assert found.text == talk.render_text()
     assert found.score == 1.0
     # Assembly looked the conversation up by its item label.
-    assert any(line.split("?")[0].endswith("/events") and "labels=" in line
-               for line in double.state.requests())
+    assert any(
+        line.split("?")[0].endswith("/events") and "labels=" in line
+        for line in double.state.requests()
+    )
 
 
 def test_a_one_turn_conversation_needs_no_lookup(wire: Any, h: Any) -> None:
@@ -244,8 +251,9 @@ def test_beliefs_outside_the_reach_are_dropped() -> None:
     with LoopbackServer(handler) as server:
         from_h = _engine_on(server.url)
         page = from_h.fetch(
-            FetchRequest("q", FetchMode.HYBRID, 3, MetaFilter(reach=Reach.exact(Namespace.root())),
-                         beliefs=5)
+            FetchRequest(
+                "q", FetchMode.HYBRID, 3, MetaFilter(reach=Reach.exact(Namespace.root())), beliefs=5
+            )
         )
         from_h.close()
     assert [b.id for b in page.beliefs] == ["in"]
@@ -317,8 +325,11 @@ def test_other_modes_are_refused_before_any_request(wire: Any, mode: FetchMode) 
 
 def test_an_invalid_fetch_sends_nothing(wire: Any) -> None:
     engine, double = wire
-    for bad in (FetchRequest(" ", FetchMode.HYBRID, 5), FetchRequest("q", FetchMode.HYBRID, 0),
-                FetchRequest("q", FetchMode.HYBRID, 5, max_scopes=0)):
+    for bad in (
+        FetchRequest(" ", FetchMode.HYBRID, 5),
+        FetchRequest("q", FetchMode.HYBRID, 0),
+        FetchRequest("q", FetchMode.HYBRID, 5, max_scopes=0),
+    ):
         with pytest.raises(InvalidRequestError):
             engine.fetch(bad)
     assert double.state.requests() == []

@@ -37,13 +37,25 @@ def test_fetch_budget_asks_three_events_per_hit_up_to_a_thousand() -> None:
 
 def test_answer_limits_share_the_quarter_in_layer_order() -> None:
     assert answer_limits(6) == {
-        "events": 12, "facts": 2, "beliefs": 2, "episodes": 1, "understanding": 1,
+        "events": 12,
+        "facts": 2,
+        "beliefs": 2,
+        "episodes": 1,
+        "understanding": 1,
     }
     assert answer_limits(1) == {
-        "events": 2, "facts": 1, "beliefs": 0, "episodes": 0, "understanding": 0,
+        "events": 2,
+        "facts": 1,
+        "beliefs": 0,
+        "episodes": 0,
+        "understanding": 0,
     }
     assert answer_limits(8) == {
-        "events": 16, "facts": 2, "beliefs": 2, "episodes": 2, "understanding": 2,
+        "events": 16,
+        "facts": 2,
+        "beliefs": 2,
+        "episodes": 2,
+        "understanding": 2,
     }
     assert answer_limits(7)["understanding"] == 1
     assert answer_limits(7)["episodes"] == 2
@@ -69,7 +81,11 @@ def test_beliefs_pack_body_asks_beliefs_only() -> None:
     assert body["budgets"] == {
         "max_tokens": whole_items_budget(7),
         "per_layer_limits": {
-            "events": 0, "facts": 0, "episodes": 0, "understanding": 0, "beliefs": 7,
+            "events": 0,
+            "facts": 0,
+            "episodes": 0,
+            "understanding": 0,
+            "beliefs": 7,
         },
     }
     assert "filters" not in body
@@ -96,8 +112,9 @@ def _events(item: StoreItem, start: int) -> list:
     out = []
     for offset, env in enumerate(envelopes(item)):
         body = experience_request(env, encode_checked(env)).to_json()
-        out.append({"id": f"evt_{start + offset}", "content": body["content"],
-                    "context": body["context"]})
+        out.append(
+            {"id": f"evt_{start + offset}", "content": body["content"], "context": body["context"]}
+        )
     return out
 
 
