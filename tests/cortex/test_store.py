@@ -1,0 +1,282 @@
+"""store / store_many on both wires: planning, lookup, writes, visibility waits (engine.md §9.4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cortex_memory.contract import (
+    GetRequest,
+    ListRequest,
+    MetaFilter,
+    StoreReceipt,
+    WaitFor,
+)
+from cortex_memory.errors import InvalidRequestError, UnavailableError
+from cortex_memory.testing import FOREVER, fault, sample_items
+
+
+def test_direct_single_and_bulk_writes_wait_indexed(direct) -> None:
+    engine = direct.engine()
+    engine.store_many(sample_items())
+    posts = [line for line in direct.state.requests() if line.startswith("POST")]
+    assert posts == [
+        "POST /v1/experience?wait=indexed",
+        "POST /v1/experience/bulk?wait=indexed",
+        "POST /v1/experience?wait=indexed",
+        "POST /v1/recall",
+    ]
+    bulk = direct.state.seen.writes[1]
+    assert bulk["ordering"] == "strict_temporal"
+    assert [item["content"]["text"] for item in bulk["items"]] == [
+        "which editor do I use",
+        "you use helix",
+        "right, helix",
+    ]
+    assert direct.state.event_count() == 5
+
+
+def test_accepted_sends_no_wait_and_polls_nothing(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    receipts = engine.store_many(sample_items(), wait=WaitFor.ACCEPTED)
+    assert [r.replayed for r in receipts] == [False, False, False]
+    lines = double.state.requests()
+    assert not any("wait=" in line for line in lines)
+    assert kit.gets(double) == 3  # one replay lookup per scope, no visibility poll
+    assert double.state.count("POST /v1/recall") + double.state.count("POST /memory/recall") == 0
+
+
+def test_turn_logging_hot_path_skips_the_lookup_on_direct(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    turn = kit.conversation(1, "hello there")
+    first = engine.store(turn, wait=WaitFor.ACCEPTED)
+    again = engine.store(turn, wait=WaitFor.ACCEPTED)
+    assert first == StoreReceipt(turn.fingerprint(), False)
+    assert again == StoreReceipt(turn.fingerprint(), True)
+    if double.hosted:
+        assert kit.gets(double) == 2
+        assert kit.writes(double) == 1
+    else:
+        # Direct: no lookup; the body key makes the server answer the replay itself.
+        assert kit.gets(double) == 0
+        assert kit.writes(double) == 2
+    assert double.state.event_count() == 1
+
+
+def test_receipts_in_item_order_and_ids_are_fingerprints(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    items = [kit.learning("one"), kit.document("two"), kit.learning("three"), kit.conversation(2)]
+    receipts = engine.store_many(items)
+    assert [r.id for r in receipts] == [item.fingerprint() for item in items]
+
+
+def test_duplicate_item_in_a_batch_is_written_once(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    item = kit.learning("twice in one batch")
+    receipts = engine.store_many([item, item])
+    assert receipts == [
+        StoreReceipt(item.fingerprint(), False),
+        StoreReceipt(item.fingerprint(), True),
+    ]
+    assert kit.writes(double) == 1
+
+
+@pytest.mark.parametrize("count", [0, 101])
+def test_batch_size_is_checked_before_any_request(kit, direct, count: int) -> None:
+    engine = direct.engine()
+    with pytest.raises(InvalidRequestError):
+        engine.store_many([kit.learning(f"n{i}") for i in range(count)])
+    assert direct.state.requests() == []
+
+
+def test_invalid_items_send_nothing(kit, direct) -> None:
+    engine = direct.engine()
+    with pytest.raises(InvalidRequestError):
+        engine.store_many([kit.learning("fine"), kit.document("   ")])
+    assert direct.state.requests() == []
+
+
+def test_an_oversized_event_aborts_before_any_write(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    with pytest.raises(InvalidRequestError, match="786432"):
+        engine.store_many([kit.learning("fine"), kit.learning("x" * 900_000)])
+    assert double.state.requests() == []
+
+
+def test_direct_bulk_batches_hold_at_most_1000_events(kit, direct) -> None:
+    engine = direct.engine()
+    long = kit.conversation(1001, "line")
+    engine.store(long, wait=WaitFor.ACCEPTED)
+    assert direct.state.count("POST /v1/experience/bulk") == 2
+    sizes = [len(body["items"]) for body in direct.state.seen.writes]
+    assert sizes == [1000, 1]
+    assert direct.state.event_count() == 1001
+
+
+def test_partial_conversation_is_completed_on_retry(wire, make_double) -> None:
+    double = make_double(wire, fail_nth_experience=3)
+    engine = double.engine()
+    chat = sample_items()[1]
+    with pytest.raises(InvalidRequestError):
+        engine.store(chat)
+    assert double.state.event_count() == 2
+    double.state.clear_seen()
+    receipt = engine.store(chat)
+    assert receipt == StoreReceipt(chat.fingerprint(), False)
+    assert double.state.event_count() == 3
+    texts = [
+        item["content"]["text"]
+        for body in double.state.seen.writes
+        for item in (body.get("items") or [body])
+    ]
+    assert texts == ["right, helix"]
+    [hit] = engine.get(GetRequest((chat.fingerprint(),)))
+    assert hit.text == "user: which editor do I use\nassistant: you use helix\nuser: right, helix"
+
+
+def test_lost_listing_is_polled_until_visible(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    double.state.arm_after_write = (0, 4)
+    engine.store(kit.learning("eventually listed"))
+    assert kit.gets(double) >= 6  # the lookup, 4 hidden polls, the hit
+
+
+def test_arm_after_write_hidden_three_times_is_exactly_five_listings(
+    kit, wire, make_double
+) -> None:
+    double = make_double(wire, arm_after_write=(0, 3))
+    engine = double.engine()
+    engine.store(kit.learning("five listings"))
+    assert kit.gets(double) == 5
+
+
+def test_never_listed_is_fatal_with_the_poll_counts(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine(visibility=0.1)
+    double.state.arm_after_write = (0, FOREVER)
+    with pytest.raises(UnavailableError, match="readable") as info:
+        engine.store(kit.learning("never listed"))
+    message = str(info.value)
+    assert "polls answered without it, 0 failed transiently)" in message
+    assert double.state.event_count() == 1
+
+
+def test_hidden_forever_with_accepted_store_lists_once_per_item(kit, wire, make_double) -> None:
+    double = make_double(wire, hide_listing_for=FOREVER)
+    engine = double.engine()
+    engine.store_many(
+        [kit.learning("a"), kit.learning("b"), kit.document("c")], wait=WaitFor.ACCEPTED
+    )
+    # One lookup per scope (learnings, documents); the two learnings share one listing.
+    assert kit.gets(double) == 2
+
+
+def test_visibility_polls_on_hosted_wait_out_rate_limits(kit, hosted) -> None:
+    engine = hosted.engine()
+    hosted.state.arm_after_write = (4, 0)
+    engine.store(kit.learning("rate limited polls"))
+    assert kit.writes(hosted) == 1
+    assert hosted.state.counters["rate_limited"] == 4
+
+
+def test_direct_visibility_poll_reports_its_transient_error(kit, direct) -> None:
+    engine = direct.engine()
+    direct.state.arm_after_write = (4, 0)
+    with pytest.raises(UnavailableError, match="429"):
+        engine.store(kit.learning("direct polls"))
+    assert kit.writes(direct) == 1
+
+
+def test_hosted_poll_faults_are_counted_in_the_message(kit, hosted) -> None:
+    engine = hosted.engine(visibility=0.1)
+    hosted.state.arm_after_write = (FOREVER, 0)
+    with pytest.raises(UnavailableError) as info:
+        engine.store(kit.learning("polls fail"))
+    message = str(info.value)
+    assert "(0 polls answered without it" in message
+    assert "failed transiently, the last: " in message
+    assert "RATE_LIMITED" in message
+
+
+def test_settle_is_best_effort_when_recall_is_down(wire, make_double) -> None:
+    double = make_double(wire, recall_down=True)
+    engine = double.engine()
+    receipts = engine.store_many(sample_items())
+    assert [r.replayed for r in receipts] == [False, False, False]
+
+
+def test_only_the_last_written_scope_settles(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    engine.store_many(sample_items())
+    recalls = double.state.seen.recalls
+    assert len(recalls) == 1
+    assert recalls[0]["scope"] == "app:tinymemory/app:learnings"
+    assert recalls[0]["query"] == "prefers helix"
+    assert recalls[0]["view"] == "granular"
+    # One lookup per scope, then one visibility poll per scope.
+    assert kit.gets(double) == 6
+
+
+def test_settle_query_is_cut_to_256_characters(kit, direct) -> None:
+    engine = direct.engine()
+    text = "é" * 300
+    engine.store(kit.learning(text))
+    assert direct.state.seen.recalls[-1]["query"] == text[:256]
+
+
+def test_index_delay_is_covered_by_the_engine_waits(wire, make_double) -> None:
+    double = make_double(wire, index_delay_seconds=0.05)
+    engine = double.engine()
+    receipts = engine.store_many(sample_items())
+    page = engine.list(ListRequest(MetaFilter(), 10))
+    assert {hit.id for hit in page.items} == {r.id for r in receipts}
+
+
+def test_failed_direct_write_is_sent_once(kit, make_double) -> None:
+    for knob in ("claim_then_fail", "apply_then_fail"):
+        double = make_double("direct", **{knob: 1})
+        engine = double.engine()
+        with pytest.raises(UnavailableError):
+            engine.store(kit.learning(f"sent once {knob}"))
+        assert kit.writes(double) == 1
+
+
+def test_direct_reset_after_the_write_applied_is_not_retried(kit, direct) -> None:
+    engine = direct.engine()
+    item = kit.learning("reset after response")
+    direct.state.reset_after = fault("response", route="POST /v1/experience")
+    with pytest.raises(UnavailableError):
+        engine.store(item)
+    assert kit.writes(direct) == 1
+    assert direct.state.event_count() == 1
+    # The host's retry is a replay: the lookup finds the event, nothing is sent.
+    assert engine.store(item) == StoreReceipt(item.fingerprint(), True)
+    assert kit.writes(direct) == 1
+
+
+def test_written_bodies_are_sorted_compact_json(wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    engine.store(sample_items()[2])
+    raw = next(
+        body
+        for line, body in zip(double.state.seen.requests, double.state.seen.bodies)
+        if line.startswith("POST") and "experience" in line
+    )
+    parsed = json.loads(raw)
+    assert (
+        raw
+        == json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    )
+    assert parsed["idempotency_key"].startswith("tm3:")
+    assert len(parsed["idempotency_key"]) == 60
+    assert parsed["scope"] == "app:tinymemory/app:learnings"
+    assert parsed["modality"] == "observation"
