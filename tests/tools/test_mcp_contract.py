@@ -121,7 +121,8 @@ def test_handoff_schema_shape() -> None:
 def test_save_schema_is_the_closed_observation_object() -> None:
     schema = save_input_schema()
     assert schema == handoff_input_schema()["properties"]["observation"]
-    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert schema["type"] == "object"
+    assert schema["additionalProperties"] is False
     assert schema["required"] == ["title", "content"]
 
 
@@ -197,7 +198,8 @@ LOWERED = [
      "the memory service could not be reached"),
     (u3.ProtocolError("connection aborted"), "transport",
      "the memory service could not be reached"),
-    (ConnectionRefusedError(111, "refused"), "transport", "the memory service could not be reached"),
+    (ConnectionRefusedError(111, "refused"), "transport",
+     "the memory service could not be reached"),
     (ConnectionResetError(104, "reset"), "transport", "the memory service could not be reached"),
     (socket.gaierror(-2, "Name or service not known"), "transport",
      "the memory service could not be reached"),
@@ -225,23 +227,23 @@ def test_from_error_classifies_by_type(err: BaseException, code: str, message: s
     write_output(payload)
 
 
+def _chained(outer: BaseException, inner: BaseException) -> BaseException:
+    outer.__cause__ = inner  # what `raise outer from inner` leaves behind
+    return outer
+
+
 def test_causes_are_never_walked() -> None:
     # A persistence failure caused by a network error stays persistence...
-    try:
-        try:
-            raise ConnectionResetError(104, "reset")
-        except ConnectionResetError as inner:
-            raise EngineError("could not save") from inner
-    except EngineError as outer:
-        assert from_error(outer)["error"]["code"] == "persistence"
-    # ...and a wrapped SQLite lock is persistence, not transport.
-    try:
-        try:
-            raise sqlite3.OperationalError("database is locked")
-        except sqlite3.OperationalError as inner:
-            raise PersistenceError(MESSAGES["persistence"]) from inner
-    except PersistenceError as outer:
-        assert from_error(outer)["error"]["code"] == "persistence"
+    wrapped = _chained(EngineError("could not save"), ConnectionResetError(104, "reset"))
+    assert from_error(wrapped)["error"]["code"] == "persistence"
+    # ...a wrapped SQLite lock is persistence, not transport...
+    locked = _chained(PersistenceError(MESSAGES["persistence"]),
+                      sqlite3.OperationalError("database is locked"))
+    assert from_error(locked)["error"]["code"] == "persistence"
+    # ...and a context chain (`raise` inside `except`) is not followed either.
+    context = EngineError("could not save")
+    context.__context__ = u3.ProtocolError("aborted")
+    assert from_error(context)["error"]["code"] == "persistence"
 
 
 def test_messages_are_redacted_then_cut_to_200_code_points() -> None:
@@ -253,7 +255,8 @@ def test_messages_are_redacted_then_cut_to_200_code_points() -> None:
     message = "x" * 185 + " " + secret
     lowered = from_error(WriteValidationError(message))["error"]["message"]
     assert len(lowered) <= 200
-    assert "A1b2" not in lowered and "ghp_" not in lowered
+    assert "A1b2" not in lowered
+    assert "ghp_" not in lowered
     assert "hunter2" not in from_error(HandoffConflictError("password=hunter2"))["error"][
         "message"]
 

@@ -104,7 +104,8 @@ def test_references(engine: MemoryEngine, writer: MemoryWriter) -> None:
                                                   "cortex-memory:item:" + item_id))
         assert ref["public_id"] == public_id_of(item_id)
     else:
-        assert isinstance(ref["local_id"], int) and ref["local_id"] >= 1
+        assert isinstance(ref["local_id"], int)
+        assert ref["local_id"] >= 1
     # Stable: replays answer the same reference, and so does a second writer on the ledger.
     other = MemoryWriter(engine, writer.ledger)
     assert other.save(OBS)["observation_ref"] == ref
@@ -134,7 +135,8 @@ def test_observation_to_item_mapping() -> None:
     assert isinstance(short, Learning)
     assert (short.text, short.kind, short.confidence, short.evidence) == (
         "Prefers tabs.", LearningKind.PREFERENCE, 0.5, "Pref")
-    assert short.meta.namespace == ns and short.meta.thread_id == "s1"
+    assert short.meta.namespace == ns
+    assert short.meta.thread_id == "s1"
     assert short.meta.tags == ("style", "project:p", "scope:personal", "topic:indent")
     assert (short.meta.source.kind, short.meta.source.id) == (SourceKind.IMPORT, "chat-42")
     plain = to_item(decode_observation({"title": "T", "content": "x", "type": "musing"}), ns)
@@ -142,7 +144,8 @@ def test_observation_to_item_mapping() -> None:
     assert (plain.kind, plain.confidence) == (LearningKind.OTHER, pytest.approx(0.8))
     assert plain.meta.source.kind is SourceKind.AGENT
     long = to_item(decode_observation({"title": "Essay", "content": "y" * 1025}), ns)
-    assert isinstance(long, Document) and long.title == "Essay"
+    assert isinstance(long, Document)
+    assert long.title == "Essay"
     assert isinstance(to_item(decode_observation({"title": "E", "content": "y" * 1024}), ns),
                       Learning)
 
@@ -178,7 +181,8 @@ def test_relation_targets_must_exist(writer: MemoryWriter, engine: MemoryEngine,
     source_row = (ledger.by_local_id(ok["observation_ref"]["local_id"])
                   if "local_id" in ok["observation_ref"]
                   else ledger.by_public_id(ok["observation_ref"]["public_id"]))
-    assert source_row is not None and ledger.relations_of(source_row.local_id) == 1
+    assert source_row is not None
+    assert ledger.relations_of(source_row.local_id) == 1
     before = len(_items(engine))
     # A missing target is refused before anything is stored.
     missing = ({"local_id": 999} if "local_id" in target
@@ -235,7 +239,8 @@ def test_shape_refusals(writer: MemoryWriter, engine: MemoryEngine) -> None:
          "observation.scope must be project or personal"),
         ({"title": "t", "content": "c", "confidence": 1.5},
          "observation.confidence must be between 0 and 1"),
-        ({"title": "t", "content": "c", "confidence": True}, "observation.confidence must be a number"),
+        ({"title": "t", "content": "c", "confidence": True},
+         "observation.confidence must be a number"),
         ({"title": "t", "content": "c", "tags": ["a", 1]},
          "observation.tags must be an array of strings"),
         ({"title": "t", "content": "c", "is_admin": True}, "observation does not take `is_admin`"),

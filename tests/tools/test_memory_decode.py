@@ -82,7 +82,8 @@ def test_operations_share_one_key_shape() -> None:
     key = delete["properties"]["key"]
     assert key == read["properties"]["keys"]["items"] == put["properties"]["replace"]
     assert key["required"] == ["id", "version"]
-    assert "returned" in key["description"] and "unchanged" in key["description"]
+    assert "returned" in key["description"]
+    assert "unchanged" in key["description"]
     assert _branch(output_schema(), "delete")["required"] == ["operation", "backend", "key"]
 
 
@@ -150,7 +151,8 @@ REFUSED = [
     ('{"operation":"read","keys":[7]}', "memory key must be an object with `id` and `version`"),
     ('{"operation":"put"}', "memory put needs `content`"),
     ('{"operation":"put","content":" \\n "}', "memory content is empty"),
-    ('{"operation":"put","content":"x","replace":{"id":1}}', "memory put `replace` needs `version`"),
+    ('{"operation":"put","content":"x","replace":{"id":1}}',
+     "memory put `replace` needs `version`"),
     ('{"operation":"delete"}', "memory delete needs `key`"),
 ]
 

@@ -24,7 +24,8 @@ def test_keys_are_row_ids_and_survive_a_reopen(tmp_path: Path, clock: MsClock) -
     first = store.put("The staging database is restored every night.")
     second = store.put("Dana is the on-call engineer this week.")
     assert (first.key, second.key) == (MemoryKey(1, 1), MemoryKey(2, 1))
-    assert first.key.namespace is None and "namespace" not in first.key.to_json()
+    assert first.key.namespace is None
+    assert "namespace" not in first.key.to_json()
     store.close()
 
     again = LocalMemoryStore(path, clock=clock)  # another process, same file
@@ -75,7 +76,8 @@ def test_scan_abstains_below_the_threshold(clock: MsClock) -> None:
     store.put("Grace prefers tea over coffee.")
     assert store.scan("quantum chromodynamics lattice", 5).abstained is True
     hit = store.scan("tea or coffee", 5)
-    assert hit.abstained is False and hit.candidates[0].score >= 0.2
+    assert hit.abstained is False
+    assert hit.candidates[0].score >= 0.2
     strict = LocalMemoryStore(threshold=0.99, clock=clock)
     strict.put("Grace prefers tea over coffee.")
     assert strict.scan("tea or coffee", 5).abstained is True
@@ -130,7 +132,8 @@ def test_concurrent_puts_and_reads(clock: MsClock) -> None:
         t.join()
     assert errors == []
     ids = [r.key.id for r in store.list()]
-    assert len(ids) == 120 and len(set(ids)) == 120
+    assert len(ids) == 120
+    assert len(set(ids)) == 120
     store.close()
 
 

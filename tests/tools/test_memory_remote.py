@@ -42,11 +42,15 @@ def _items(engine: MemoryEngine) -> list:
 def test_key_id_is_derived_from_the_first_version(engine: MemoryEngine, clock: MsClock) -> None:
     store = RemoteMemoryStore(engine, ALICE, clock=clock)
     record = store.put("Kim prefers metric units in reports.")
-    assert record.key.namespace == ALICE and record.key.version == 1
+    assert record.key.namespace == ALICE
+    assert record.key.version == 1
     [hit] = _items(engine)
-    assert hit.kind is ItemKind.LEARNING and hit.text == "Kim prefers metric units in reports."
+    assert hit.kind is ItemKind.LEARNING
+    assert hit.text == "Kim prefers metric units in reports."
     tags = read_tags(hit.meta.tags)
-    assert tags is not None and tags.key_id == record.key.id and tags.version == 1
+    assert tags is not None
+    assert tags.key_id == record.key.id
+    assert tags.version == 1
     assert f"memory-key:{record.key.id}" in hit.meta.tags
     assert "memory-version:1" in hit.meta.tags
     # id = first 13 hex digits of SHA-256(first version's item id) + 1, where the first
@@ -67,10 +71,12 @@ def test_a_key_names_the_same_memory_on_another_machine(engine: MemoryEngine,
     record = here.put("Liam owns the payments runbook.")
     there = RemoteMemoryStore(engine, ALICE, clock=clock)  # a fresh sidecar: another machine
     [again] = there.read([record.key])
-    assert again.key == record.key and again.content == record.content
+    assert again.key == record.key
+    assert again.content == record.content
     assert again.created_at_ms == record.created_at_ms
     # Counters are per machine; probation is computed the same everywhere.
-    assert again.use_count == 1 and again.scan_count == 0
+    assert again.use_count == 1
+    assert again.scan_count == 0
     assert again.probation_until_ms == record.probation_until_ms
     here.close()
     there.close()
@@ -125,7 +131,8 @@ def test_scan_ranks_dedupes_and_counts(engine: MemoryEngine, clock: MsClock) -> 
     assert len({c.key for c in result.candidates}) == len(result.candidates)
     assert store.scan("zzyzx qwv", 5).abstained is True
     [read] = store.read([keep.key])
-    assert read.scan_count == 1 and read.last_scanned_at_ms == clock()
+    assert read.scan_count == 1
+    assert read.last_scanned_at_ms == clock()
     store.close()
 
 
@@ -200,7 +207,8 @@ def test_tool_over_remote_store_end_to_end(engine: MemoryEngine, clock: MsClock,
     assert scan["candidates"][0]["key"] == key
     run({"operation": "put", "content": "The checklist moved to docs/ship.md.", "replace": key})
     read = run({"operation": "read", "keys": [dict(key, version=2)]})
-    assert read["memories"][0]["scan_count"] == 1 and read["memories"][0]["use_count"] == 1
+    assert read["memories"][0]["scan_count"] == 1
+    assert read["memories"][0]["use_count"] == 1
     run({"operation": "delete", "key": dict(key, version=2)})
     assert store.list() == []
     store.close()

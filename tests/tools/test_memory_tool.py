@@ -15,8 +15,8 @@ from cortex_memory.tools.memory import (
     AllowAllMutations,
     LocalMemoryStore,
     MemoryRequestError,
-    MemoryToolError,
     MemoryTool,
+    MemoryToolError,
     MemoryUnauthorizedError,
     RootSessions,
 )
@@ -69,7 +69,8 @@ def test_put_requires_a_fresh_scan(tool: MemoryTool, store: LocalMemoryStore) ->
     assert _refusal(tool, _put()).message == "scan memory before storing a conclusion"
     assert tool.execute(_scan(), ROOT)["abstained"] is True
     out = tool.execute(_put(), ROOT)
-    assert out["operation"] == "put" and out["replaced"] is False
+    assert out["operation"] == "put"
+    assert out["replaced"] is False
     assert len(store.list()) == 1
     assert _refusal(tool, _put("another")).message == "scan memory before storing a conclusion"
 
@@ -107,7 +108,8 @@ def test_secret_content_is_refused_before_storage(tool: MemoryTool, store: Local
     err = _refusal(tool, _put("password=hunter2"))
     assert err.message == "memory content was rejected as a likely secret"
     assert isinstance(err, InvalidRequestError)
-    assert "hunter2" not in str(err) and "hunter2" not in repr(err)
+    assert "hunter2" not in str(err)
+    assert "hunter2" not in repr(err)
     assert store.list() == []
     # The refused put used the scan.
     assert _refusal(tool, _put()).message == "scan memory before storing a conclusion"
@@ -206,7 +208,8 @@ def test_probation_and_counters(store: LocalMemoryStore, clock: MsClock,
     week = 7 * 24 * 3600 * 1000
     assert record["probation_until_ms"] == created + week
     assert (record["scan_count"], record["use_count"]) == (0, 0)
-    assert record["last_scanned_at_ms"] is None and record["last_used_at_ms"] is None
+    assert record["last_scanned_at_ms"] is None
+    assert record["last_used_at_ms"] is None
 
     clock.advance(1000)
     scan = tool.execute(_scan("Bob pull request reviews"), "s")
@@ -216,8 +219,10 @@ def test_probation_and_counters(store: LocalMemoryStore, clock: MsClock,
     clock.advance(1000)
     read = tool.execute(json.dumps({"operation": "read", "keys": [record["key"]]}), "s")
     got = read["memories"][0]
-    assert got["scan_count"] == 1 and got["last_scanned_at_ms"] == created + 1000
-    assert got["use_count"] == 1 and got["last_used_at_ms"] == created + 2000
+    assert got["scan_count"] == 1
+    assert got["last_scanned_at_ms"] == created + 1000
+    assert got["use_count"] == 1
+    assert got["last_used_at_ms"] == created + 2000
     assert got["probation_until_ms"] == created + week
 
 
@@ -249,7 +254,8 @@ def test_preview_is_cut_to_64_characters(tool: MemoryTool) -> None:
     tool.execute(_put(content[:1024]), ROOT)
     out = tool.execute(_scan("deployment notes"), ROOT)
     preview = out["candidates"][0]["preview"]
-    assert len(preview) == 64 and content.startswith(preview)
+    assert len(preview) == 64
+    assert content.startswith(preview)
 
 
 def test_every_refusal_is_a_library_error(tool: MemoryTool) -> None:

@@ -96,12 +96,13 @@ def _open_engine(args: argparse.Namespace) -> MemoryEngine:
         from cortex_memory.local import LocalEngine
 
         return LocalEngine(_local_path(args))
-    from cortex_memory.config import EngineSettings
-    from cortex_memory.registry import EngineCredential, build_engine
-
+    # Credentials come from the environment only, never from a flag or a file.
     key = os.environ.get(_KEY_ENV[args.engine], "")
     if not key:
         raise _UsageError(f"set {_KEY_ENV[args.engine]} to use the {args.engine} engine")
+    from cortex_memory.config import EngineSettings
+    from cortex_memory.registry import EngineCredential, build_engine
+
     settings = EngineSettings(endpoint=args.endpoint)
     return build_engine(args.engine, settings, EngineCredential.static(key))
 
