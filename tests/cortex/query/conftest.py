@@ -7,7 +7,7 @@ and in which order the double ranks it (newest first, then by query words).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -31,13 +31,11 @@ TEST_TIMING = Timing(
 Double = Any  # DirectDouble or HostedDouble
 
 
-def engine_for(double: Double, url: Optional[str] = None, hosted: Optional[bool] = None) -> Any:
-    """An engine with test timings on ``double`` (or on ``url`` with the given wire)."""
-    target = url if url is not None else double.url
-    is_hosted = hosted if hosted is not None else double.wire == "hosted"
-    if is_hosted:
-        return CortexEngine.tinyhumans(target, StaticBearer(TEST_TOKEN), timing=TEST_TIMING)
-    return CortexEngine.direct(target, CortexCredential.api_key(TEST_TOKEN), timing=TEST_TIMING)
+def engine_for(url: str, hosted: bool = False) -> Any:
+    """An engine with test timings on a one-off server at ``url`` (close it after use)."""
+    if hosted:
+        return CortexEngine.tinyhumans(url, StaticBearer(TEST_TOKEN), timing=TEST_TIMING)
+    return CortexEngine.direct(url, CortexCredential.api_key(TEST_TOKEN), timing=TEST_TIMING)
 
 
 def bodies_of(item: StoreItem) -> List[Dict[str, Any]]:
@@ -75,37 +73,29 @@ def recalls_by_scope(double: Double) -> Dict[str, List[Dict[str, Any]]]:
 
 
 @pytest.fixture(params=["direct", "hosted"])
-def wire(request: pytest.FixtureRequest) -> Iterator[Tuple[Any, Double]]:
-    """``(engine, double)`` on a fresh double of each wire (no hosted rate window)."""
+def on_wire(request: pytest.FixtureRequest) -> Iterator[Tuple[Any, Double]]:
+    """``(engine, double)`` on a fresh double of each wire (no hosted rate window).
+
+    The engine is the harness's (``double.engine()``: 5 ms polls and backoff),
+    closed with the double.
+    """
     double = DirectDouble() if request.param == "direct" else HostedDouble(rate_limit_requests=None)
     with double:
-        engine = engine_for(double)
-        try:
-            yield engine, double
-        finally:
-            engine.close()
+        yield double.engine(), double
 
 
 @pytest.fixture
-def direct() -> Iterator[Tuple[Any, Double]]:
+def on_direct() -> Iterator[Tuple[Any, Double]]:
     """``(engine, double)`` on a fresh Direct double."""
     with DirectDouble() as double:
-        engine = engine_for(double)
-        try:
-            yield engine, double
-        finally:
-            engine.close()
+        yield double.engine(), double
 
 
 @pytest.fixture
-def hosted() -> Iterator[Tuple[Any, Double]]:
+def on_hosted() -> Iterator[Tuple[Any, Double]]:
     """``(engine, double)`` on a fresh hosted double (no rate window)."""
     with HostedDouble(rate_limit_requests=None) as double:
-        engine = engine_for(double)
-        try:
-            yield engine, double
-        finally:
-            engine.close()
+        yield double.engine(), double
 
 
 # Helpers are handed to tests through the `h` fixture: test modules cannot import

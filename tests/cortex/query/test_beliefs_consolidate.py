@@ -16,9 +16,6 @@ from cortex_memory.contract.consolidation import (
 from cortex_memory.contract.items import ItemKind, LearningKind, StoreItem
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.namespace import Namespace, Reach
-from cortex_memory.cortex.credential import CortexCredential
-from cortex_memory.cortex.engine.core import CortexEngine
-from cortex_memory.cortex.timing import Timing
 from cortex_memory.errors import InvalidRequestError, UnavailableError
 from cortex_memory.testing import LoopbackServer
 
@@ -43,8 +40,8 @@ def seed_and_build(h: Any, double: Any) -> None:
             state.log.build_beliefs(scope, state.clock())
 
 
-def test_beliefs_with_a_query_merge_each_held_scopes_pack(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_beliefs_with_a_query_merge_each_held_scopes_pack(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     seed_and_build(h, double)
     found = engine.beliefs(BeliefsRequest(EVERYTHING, 10, "helix"))
     assert [b.text for b in found] == ["user said prefers helix", "user said prefers helix too"]
@@ -78,8 +75,8 @@ def test_beliefs_with_a_query_merge_each_held_scopes_pack(wire: Any, h: Any) -> 
     assert double.state.seen.answers == []
 
 
-def test_beliefs_text_is_deduped_case_insensitively_and_cut(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_beliefs_text_is_deduped_case_insensitively_and_cut(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(
         double,
         StoreItem.document("Likes Tea", at("agent:a")),
@@ -95,14 +92,14 @@ def test_beliefs_text_is_deduped_case_insensitively_and_cut(wire: Any, h: Any) -
     assert len(engine.beliefs(BeliefsRequest(EVERYTHING, 1, "likes"))) == 1
 
 
-def test_beliefs_without_a_query_read_the_direct_listing(direct: Any, h: Any) -> None:
-    engine, double = direct
+def test_beliefs_without_a_query_read_the_direct_listing(on_direct: Any, h: Any) -> None:
+    engine, double = on_direct
     seed_and_build(h, double)
     state = double.state
     with state.lock:
+        confidence = {"prefers helix": 0.95, "prefers helix too": 0.2}
         for belief in state.log.beliefs:
-            text = belief["claim"]["object"]["value"]
-            belief["confidence"] = {"prefers helix": 0.95, "prefers helix too": 0.2}.get(text, 0.9)
+            belief["confidence"] = confidence.get(belief["claim"]["object"]["value"], 0.9)
     state.clear_seen()
     found = engine.beliefs(BeliefsRequest(EVERYTHING, 5))
     listings = [line for line in state.requests() if line.startswith("GET /v1/beliefs?")]
@@ -119,31 +116,27 @@ def test_beliefs_without_a_query_read_the_direct_listing(direct: Any, h: Any) ->
     assert len(engine.beliefs(BeliefsRequest(EVERYTHING, 2))) == 2
 
 
-def test_beliefs_without_a_query_on_hosted_are_empty_and_send_nothing(hosted: Any, h: Any) -> None:
-    engine, double = hosted
+def test_beliefs_without_a_query_on_hosted_are_empty_and_send_nothing(
+    on_hosted: Any, h: Any
+) -> None:
+    engine, double = on_hosted
     seed_and_build(h, double)
     double.state.clear_seen()
     assert engine.beliefs(BeliefsRequest(EVERYTHING, 5)) == []
     assert double.state.requests() == []
 
 
-def test_beliefs_within_an_exact_reach(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_beliefs_within_an_exact_reach(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     seed_and_build(h, double)
     found = engine.beliefs(BeliefsRequest(Reach.exact(Namespace.parse("agent:b")), 5, "helix"))
     assert [b.text for b in found] == ["user said prefers helix too"]
 
 
-def test_nothing_held_means_no_beliefs_and_no_pack(wire: Any) -> None:
-    engine, double = wire
+def test_nothing_held_means_no_beliefs_and_no_pack(on_wire: Any) -> None:
+    engine, double = on_wire
     assert engine.beliefs(BeliefsRequest(EVERYTHING, 5, "helix")) == []
     assert double.state.seen.recalls == []
-
-
-def _direct_on(url: str) -> Any:
-    return CortexEngine.direct(
-        url, CortexCredential.api_key("k"), timing=Timing(request_timeout=5.0, read_backoff=0.005)
-    )
 
 
 SCOPES = [
@@ -184,26 +177,26 @@ def _server(answers: Dict[str, Any], seen: List[Any]) -> LoopbackServer:
     return LoopbackServer(handler)
 
 
-def test_a_missing_beliefs_listing_reads_as_empty() -> None:
+def test_a_missing_beliefs_listing_reads_as_empty(h: Any) -> None:
     seen: List[Any] = []
     with _server({}, seen) as server:
-        engine = _direct_on(server.url)
+        engine = h.engine_for(server.url)
         found = engine.beliefs(BeliefsRequest(EVERYTHING, 5))
         engine.close()
     assert sorted(seen) == SCOPES
     assert [b.text for b in found] == ["is x"]
 
 
-def test_consolidate_on_hosted_is_scheduled_and_sends_nothing(hosted: Any, h: Any) -> None:
-    engine, double = hosted
+def test_consolidate_on_hosted_is_scheduled_and_sends_nothing(on_hosted: Any, h: Any) -> None:
+    engine, double = on_hosted
     h.seed(double, StoreItem.document("x", at("agent:a")))
     receipt = engine.consolidate(ConsolidateRequest(EVERYTHING))
     assert receipt == ConsolidateReceipt.scheduled()
     assert double.state.requests() == []
 
 
-def test_consolidate_builds_each_held_scope_once(direct: Any, h: Any) -> None:
-    engine, double = direct
+def test_consolidate_builds_each_held_scope_once(on_direct: Any, h: Any) -> None:
+    engine, double = on_direct
     h.seed(
         double,
         StoreItem.document("one", at("agent:a")),
@@ -225,17 +218,17 @@ def test_consolidate_builds_each_held_scope_once(direct: Any, h: Any) -> None:
     assert narrowed == ConsolidateReceipt.completed(1, 0)
 
 
-def test_consolidate_with_nothing_held_is_completed_empty(direct: Any) -> None:
-    engine, double = direct
+def test_consolidate_with_nothing_held_is_completed_empty(on_direct: Any) -> None:
+    engine, double = on_direct
     assert engine.consolidate(ConsolidateRequest(EVERYTHING)) == ConsolidateReceipt.completed(0, 0)
     assert double.state.seen.builds == []
 
 
-def test_consolidate_started_with_job_handles() -> None:
+def test_consolidate_started_with_job_handles(h: Any) -> None:
     seen: List[Any] = []
     answers = {SCOPES[0]: {"job_id": "job-1", "built": 2}, SCOPES[1]: {"id": 7}}
     with _server(answers, seen) as server:
-        engine = _direct_on(server.url)
+        engine = h.engine_for(server.url)
         receipt = engine.consolidate(ConsolidateRequest(EVERYTHING))
         engine.close()
     assert receipt.status is ConsolidateStatus.STARTED
@@ -261,7 +254,7 @@ def test_job_handle_order(answer: Any, handle: Any) -> None:
     assert job_handle(answer) == handle
 
 
-def test_a_transient_build_failure_is_not_retried() -> None:
+def test_a_transient_build_failure_is_not_retried(h: Any) -> None:
     builds: List[Any] = []
 
     def handler(request: Any) -> Any:
@@ -273,15 +266,15 @@ def test_a_transient_build_failure_is_not_retried() -> None:
         return 404, {}, b""
 
     with LoopbackServer(handler) as server:
-        engine = _direct_on(server.url)
+        engine = h.engine_for(server.url)
         with pytest.raises(UnavailableError):
             engine.consolidate(ConsolidateRequest(EVERYTHING))
         engine.close()
     assert builds == [{"scope": SCOPES[0]}]
 
 
-def test_an_invalid_consolidate_or_beliefs_sends_nothing(wire: Any) -> None:
-    engine, double = wire
+def test_an_invalid_consolidate_or_beliefs_sends_nothing(on_wire: Any) -> None:
+    engine, double = on_wire
     with pytest.raises(InvalidRequestError):
         engine.consolidate(ConsolidateRequest(EVERYTHING, (ItemKind.DOCUMENT, ItemKind.DOCUMENT)))
     with pytest.raises(InvalidRequestError):

@@ -21,9 +21,6 @@ from cortex_memory.contract.items import (
 )
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.namespace import Namespace, Reach
-from cortex_memory.cortex.credential import CortexCredential
-from cortex_memory.cortex.engine.core import CortexEngine
-from cortex_memory.cortex.timing import Timing
 from cortex_memory.errors import InvalidRequestError
 from cortex_memory.testing import LoopbackServer
 
@@ -51,8 +48,8 @@ def sample(h: Any, double: Any) -> None:
     )
 
 
-def test_kind_counts_each_item_once(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_kind_counts_each_item_once(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     sample(h, double)
     page = explore(engine, Facet.KIND)
     assert page.facet is Facet.KIND
@@ -68,8 +65,8 @@ def test_kind_counts_each_item_once(wire: Any, h: Any) -> None:
     assert page.truncated is False
 
 
-def test_multi_valued_and_missing_values(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_multi_valued_and_missing_values(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     sample(h, double)
     page = explore(engine, Facet.TAG)
     assert [(b.value, b.count) for b in page.buckets] == [("a", 2), ("b", 1), ("chat", 1)]
@@ -80,8 +77,8 @@ def test_multi_valued_and_missing_values(wire: Any, h: Any) -> None:
     assert cut.more_buckets == 2
 
 
-def test_namespace_facet_and_reach(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_namespace_facet_and_reach(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     sample(h, double)
     page = explore(engine, Facet.NAMESPACE)
     assert {(b.value, b.count) for b in page.buckets} == {("root", 2), ("agent:x", 2)}
@@ -93,8 +90,8 @@ def test_namespace_facet_and_reach(wire: Any, h: Any) -> None:
     assert [(b.value, b.count) for b in boxed.buckets] == [("service:job", 1)]
 
 
-def test_a_filter_is_applied_to_each_event(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_filter_is_applied_to_each_event(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     sample(h, double)
     page = explore(engine, Facet.KIND, filter=MetaFilter(tags_any=("a",)))
     assert [(b.value, b.count) for b in page.buckets] == [("document", 2)]
@@ -102,8 +99,8 @@ def test_a_filter_is_applied_to_each_event(wire: Any, h: Any) -> None:
     assert [(b.value, b.count) for b in kinds.buckets] == [("agent:x", 1)]
 
 
-def test_a_chunked_document_missing_a_piece_still_counts(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_chunked_document_missing_a_piece_still_counts(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     body = "first page " + "a " * 100_000 + "\f" + "second page " + "b " * 100_000
     item = Document(TextBody(body), None, None, MemoryMeta())
     h.seed(double, item)
@@ -114,16 +111,16 @@ def test_a_chunked_document_missing_a_piece_still_counts(wire: Any, h: Any) -> N
     assert [(b.value, b.count) for b in page.buckets] == [("document", 1)]
 
 
-def test_an_item_whose_first_event_is_gone_is_not_counted(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_an_item_whose_first_event_is_gone_is_not_counted(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     talk = StoreItem.conversation([Turn(Role.USER, "a"), Turn(Role.ASSISTANT, "b")], meta())
     bodies = h.bodies_of(talk)
     h.seed_bodies(double, bodies[1:])  # only turn 1
     assert explore(engine, Facet.KIND).total == 0
 
 
-def test_scan_limit_truncates(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_scan_limit_truncates(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, *(StoreItem.document(f"doc {i}") for i in range(5)))
     h.seed(double, StoreItem.learning("x", LearningKind.FACT, 0.5))
     page = explore(engine, Facet.KIND, scan_limit=3)
@@ -135,8 +132,8 @@ def test_scan_limit_truncates(wire: Any, h: Any) -> None:
     assert [(b.value, b.count) for b in exact.buckets] == [("document", 5), ("learning", 1)]
 
 
-def test_counts_survive_paging_through_the_doubled_listing(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_counts_survive_paging_through_the_doubled_listing(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     # 250 items: 500 listed copies, three pages of 200.
     items = [StoreItem.learning(f"fact {i}", LearningKind.FACT, 0.5) for i in range(250)]
     h.seed(double, *items)
@@ -152,15 +149,13 @@ def test_scopes_are_walked_four_at_a_time(h: Any) -> None:
 
     with DirectDouble(listing_delay_ms=40) as double:
         h.seed(double, *(StoreItem.document(f"d{i}", meta(f"agent:a{i}")) for i in range(6)))
-        engine = h.engine_for(double)
-        page = explore(engine, Facet.KIND)
-        engine.close()
+        page = explore(double.engine(), Facet.KIND)
         peak = double.state.counters["listings_peak"]
     assert page.total == 6
     assert 1 < peak <= 4
 
 
-def test_the_page_cap_warns_and_truncates(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_page_cap_warns_and_truncates(caplog: pytest.LogCaptureFixture, h: Any) -> None:
     counter = {"pages": 0}
 
     def handler(request: Any) -> Any:
@@ -171,9 +166,7 @@ def test_the_page_cap_warns_and_truncates(caplog: pytest.LogCaptureFixture) -> N
 
     flt = MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.DOCUMENT,))
     with LoopbackServer(handler) as server:
-        engine = CortexEngine.direct(
-            server.url, CortexCredential.api_key("k"), timing=Timing(request_timeout=5.0)
-        )
+        engine = h.engine_for(server.url)
         with caplog.at_level(logging.WARNING, logger="cortex_memory"):
             page = explore(engine, Facet.KIND, filter=flt)
         engine.close()
@@ -183,8 +176,8 @@ def test_the_page_cap_warns_and_truncates(caplog: pytest.LogCaptureFixture) -> N
     assert any("500 pages" in record.getMessage() for record in caplog.records)
 
 
-def test_an_invalid_explore_sends_nothing(wire: Any) -> None:
-    engine, double = wire
+def test_an_invalid_explore_sends_nothing(on_wire: Any) -> None:
+    engine, double = on_wire
     for bad in (ExploreRequest(Facet.KIND, 0), ExploreRequest(Facet.KIND, 5, scan_limit=0)):
         with pytest.raises(InvalidRequestError):
             engine.explore(bad)

@@ -54,8 +54,8 @@ def conversation(*texts: str, **meta: Any) -> StoreItem:
     return StoreItem.conversation(turns, MemoryMeta(**meta))
 
 
-def test_packs_each_scope_granular_with_the_budget(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_packs_each_scope_granular_with_the_budget(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha note"))
     page = fetch(engine, "alpha", 5)
     assert [hit.text for hit in page.hits] == ["alpha note"]
@@ -73,8 +73,8 @@ def test_packs_each_scope_granular_with_the_budget(wire: Any, h: Any) -> None:
         }
 
 
-def test_a_narrowing_filter_travels_as_metadata_labels(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_narrowing_filter_travels_as_metadata_labels(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha in thread", thread_id="t-1"), doc("alpha elsewhere"))
     page = fetch(engine, "alpha", 5, filter=MetaFilter(thread_id="t-1", kinds=(ItemKind.DOCUMENT,)))
     assert [hit.text for hit in page.hits] == ["alpha in thread"]
@@ -85,8 +85,8 @@ def test_a_narrowing_filter_travels_as_metadata_labels(wire: Any, h: Any) -> Non
     assert set(h.recalls_by_scope(double)) == {DOCS}
 
 
-def test_interleave_round_robin_with_global_ranks_and_scores(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_interleave_round_robin_with_global_ranks_and_scores(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     # The double ranks by how many query words an event holds, newest first on ties.
     h.seed(
         double,
@@ -108,8 +108,8 @@ def test_interleave_round_robin_with_global_ranks_and_scores(wire: Any, h: Any) 
     assert page.next_cursor is None
 
 
-def test_pages_follow_the_cursor_with_global_ranks(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_pages_follow_the_cursor_with_global_ranks(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc(RANKED[0]), doc(RANKED[2]), learning(RANKED[1]), learning(RANKED[3]))
     seen: List[Any] = []
     cursor = None
@@ -137,8 +137,8 @@ def test_pages_follow_the_cursor_with_global_ranks(wire: Any, h: Any) -> None:
     }
 
 
-def test_an_item_in_two_scopes_is_listed_once(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_an_item_in_two_scopes_is_listed_once(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     item = doc("alpha twice")
     bodies = h.bodies_of(item)
     copy = dict(bodies[0], scope="app:tinymemory/agent:x/app:documents", idempotency_key="k2")
@@ -147,8 +147,8 @@ def test_an_item_in_two_scopes_is_listed_once(wire: Any, h: Any) -> None:
     assert [hit.id for hit in page.hits] == [item.fingerprint()]
 
 
-def test_a_chunk_piece_is_shown_as_the_piece_with_its_location(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_chunk_piece_is_shown_as_the_piece_with_its_location(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     body = "needle first page " + "a " * 100_000 + "\f" + "second page " + "b " * 100_000
     item = Document(TextBody(body), "Guide", None, MemoryMeta())
     pieces = envelopes(item)
@@ -164,8 +164,8 @@ def test_a_chunk_piece_is_shown_as_the_piece_with_its_location(wire: Any, h: Any
     assert "page:1" in found.meta.tags
 
 
-def test_conversations_are_whole_hits(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_conversations_are_whole_hits(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     talk = conversation("which editor do I use", "you use helix", "right, helix")
     h.seed(double, talk)
     double.state.clear_seen()
@@ -181,8 +181,8 @@ def test_conversations_are_whole_hits(wire: Any, h: Any) -> None:
     )
 
 
-def test_a_one_turn_conversation_needs_no_lookup(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_one_turn_conversation_needs_no_lookup(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     talk = conversation("remember the milk")
     h.seed(double, talk)
     double.state.clear_seen()
@@ -191,8 +191,8 @@ def test_a_one_turn_conversation_needs_no_lookup(wire: Any, h: Any) -> None:
     assert not any("/events" in line for line in double.state.requests())
 
 
-def test_an_unassemblable_conversation_is_dropped(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_an_unassemblable_conversation_is_dropped(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     talk = conversation("lost milk question", "lost milk answer")
     bodies = h.bodies_of(talk)
     for body in bodies:
@@ -206,8 +206,8 @@ def test_an_unassemblable_conversation_is_dropped(wire: Any, h: Any) -> None:
     assert page.hits[0].score == 1.0
 
 
-def test_beliefs_come_on_the_first_page_only(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_beliefs_come_on_the_first_page_only(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha one"), doc("alpha two"), learning("alpha three"))
     state = double.state
     with state.lock:
@@ -233,7 +233,7 @@ def test_beliefs_come_on_the_first_page_only(wire: Any, h: Any) -> None:
         assert "beliefs" not in body["budgets"]["per_layer_limits"]
 
 
-def test_beliefs_outside_the_reach_are_dropped() -> None:
+def test_beliefs_outside_the_reach_are_dropped(h: Any) -> None:
     def handler(request: Any) -> Any:
         if request.path == "/v1/recall":
             scope = request.json()["scope"]
@@ -249,7 +249,7 @@ def test_beliefs_outside_the_reach_are_dropped() -> None:
         return 404, {}, b""
 
     with LoopbackServer(handler) as server:
-        from_h = _engine_on(server.url)
+        from_h = h.engine_for(server.url)
         page = from_h.fetch(
             FetchRequest(
                 "q", FetchMode.HYBRID, 3, MetaFilter(reach=Reach.exact(Namespace.root())), beliefs=5
@@ -259,18 +259,8 @@ def test_beliefs_outside_the_reach_are_dropped() -> None:
     assert [b.id for b in page.beliefs] == ["in"]
 
 
-def _engine_on(url: str) -> Any:
-    from cortex_memory.cortex.credential import CortexCredential
-    from cortex_memory.cortex.engine.core import CortexEngine
-    from cortex_memory.cortex.timing import Timing
-
-    return CortexEngine.direct(
-        url, CortexCredential.api_key("k"), timing=Timing(request_timeout=5.0, read_backoff=0.005)
-    )
-
-
-def test_max_scopes_picks_named_scopes_and_the_cursor_keeps_them(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_max_scopes_picks_named_scopes_and_the_cursor_keeps_them(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(
         double,
         doc("notes one", "agent:alpha"),
@@ -296,8 +286,8 @@ def test_max_scopes_picks_named_scopes_and_the_cursor_keeps_them(wire: Any, h: A
     assert second.next_cursor is None
 
 
-def test_max_scopes_above_the_scope_count_changes_nothing(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_max_scopes_above_the_scope_count_changes_nothing(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha 1"), doc("alpha 2"))
     page = fetch(engine, "alpha", 1, max_scopes=3)
     assert not any("limit=20" in line for line in double.state.requests())
@@ -306,16 +296,16 @@ def test_max_scopes_above_the_scope_count_changes_nothing(wire: Any, h: Any) -> 
 
 
 @pytest.mark.parametrize("cursor", ["zz", "f0", "fzz", ListCursor().encode(), "f" + b"[1]".hex()])
-def test_a_malformed_cursor_is_refused_before_any_request(wire: Any, cursor: str) -> None:
-    engine, double = wire
+def test_a_malformed_cursor_is_refused_before_any_request(on_wire: Any, cursor: str) -> None:
+    engine, double = on_wire
     with pytest.raises(InvalidRequestError, match="cursor is malformed"):
         fetch(engine, "alpha", 5, cursor=cursor)
     assert double.state.requests() == []
 
 
 @pytest.mark.parametrize("mode", [FetchMode.KEYWORD, FetchMode.VECTOR])
-def test_other_modes_are_refused_before_any_request(wire: Any, mode: FetchMode) -> None:
-    engine, double = wire
+def test_other_modes_are_refused_before_any_request(on_wire: Any, mode: FetchMode) -> None:
+    engine, double = on_wire
     with pytest.raises(UnsupportedError):
         engine.fetch(FetchRequest("alpha", mode, 5))
     with pytest.raises(UnsupportedError):
@@ -323,8 +313,8 @@ def test_other_modes_are_refused_before_any_request(wire: Any, mode: FetchMode) 
     assert double.state.requests() == []
 
 
-def test_an_invalid_fetch_sends_nothing(wire: Any) -> None:
-    engine, double = wire
+def test_an_invalid_fetch_sends_nothing(on_wire: Any) -> None:
+    engine, double = on_wire
     for bad in (
         FetchRequest(" ", FetchMode.HYBRID, 5),
         FetchRequest("q", FetchMode.HYBRID, 0),
@@ -335,7 +325,7 @@ def test_an_invalid_fetch_sends_nothing(wire: Any) -> None:
     assert double.state.requests() == []
 
 
-def test_packs_fan_out_four_at_a_time() -> None:
+def test_packs_fan_out_four_at_a_time(h: Any) -> None:
     lock = threading.Lock()
     live = {"now": 0, "peak": 0, "recalls": 0}
     paths = [f"app:tinymemory/agent:a{i}/app:learnings" for i in range(8)]
@@ -355,7 +345,7 @@ def test_packs_fan_out_four_at_a_time() -> None:
         return 404, {}, b""
 
     with LoopbackServer(handler) as server:
-        engine = _engine_on(server.url)
+        engine = h.engine_for(server.url)
         page = engine.fetch(
             FetchRequest("q", FetchMode.HYBRID, 5, MetaFilter(kinds=(ItemKind.LEARNING,)))
         )
@@ -365,16 +355,16 @@ def test_packs_fan_out_four_at_a_time() -> None:
     assert 1 < live["peak"] <= 4
 
 
-def test_nothing_matching_gives_an_empty_page(wire: Any) -> None:
-    engine, _ = wire
+def test_nothing_matching_gives_an_empty_page(on_wire: Any) -> None:
+    engine, _ = on_wire
     page = fetch(engine, "nothing", 5)
     assert page.hits == ()
     assert page.next_cursor is None
     assert page.beliefs == ()
 
 
-def test_hits_are_decoded_with_the_stored_meta(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_hits_are_decoded_with_the_stored_meta(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     item = doc("alpha tagged", "agent:x", tags=("t1",), language="en")
     h.seed(double, item)
     page = fetch(engine, "alpha", 5, filter=MetaFilter(reach=Reach.of(Namespace.parse("agent:x"))))
@@ -383,8 +373,8 @@ def test_hits_are_decoded_with_the_stored_meta(wire: Any, h: Any) -> None:
     assert found.text == "alpha tagged"
 
 
-def test_a_filter_drops_events_the_server_returned(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_filter_drops_events_the_server_returned(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha keep", tags=("keep",)), doc("alpha drop", tags=("drop",)))
     page = fetch(engine, "alpha", 5, filter=MetaFilter(tags_any=("keep",)))
     assert [hit.text for hit in page.hits] == ["alpha keep"]

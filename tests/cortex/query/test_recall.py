@@ -11,9 +11,6 @@ from cortex_memory.contract.items import ItemKind, LearningKind, Role, StoreItem
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.namespace import Namespace, Reach
 from cortex_memory.contract.requests import RecallRequest
-from cortex_memory.cortex.credential import CortexCredential, StaticBearer
-from cortex_memory.cortex.engine.core import CortexEngine
-from cortex_memory.cortex.timing import Timing
 from cortex_memory.errors import EngineError, InvalidRequestError, NotFoundError, UnavailableError
 from cortex_memory.testing import LoopbackServer
 
@@ -35,8 +32,8 @@ def recall(engine: Any, question: str, limit: int = 5, **changes: Any) -> Any:
     return engine.recall(RecallRequest(question, limit, **changes))
 
 
-def test_an_unscoped_recall_packs_every_held_scope_and_answers_once(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_an_unscoped_recall_packs_every_held_scope_and_answers_once(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha root"), learning("alpha fact"), doc("alpha deep", "agent:a/agent:b"))
     answer = recall(engine, "alpha question", 6)
     state = double.state
@@ -73,8 +70,8 @@ def test_an_unscoped_recall_packs_every_held_scope_and_answers_once(wire: Any, h
     assert all(c.score is None for c in answer.citations)
 
 
-def test_the_answer_comes_from_the_pack_with_most_admitted_events(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_the_answer_comes_from_the_pack_with_most_admitted_events(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha one"), doc("alpha two"), doc("alpha deep", "agent:a/agent:b"))
     recall(engine, "alpha")
     (sent,) = double.state.seen.answers
@@ -85,8 +82,8 @@ def test_the_answer_comes_from_the_pack_with_most_admitted_events(wire: Any, h: 
     assert sent["use_pack_id"] == pack_of_root[0]
 
 
-def test_answer_instructions_null_on_direct_omitted_on_hosted(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_answer_instructions_null_on_direct_omitted_on_hosted(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha"))
     recall(engine, "alpha")
     (plain,) = double.state.seen.answers
@@ -110,8 +107,8 @@ def test_answer_instructions_null_on_direct_omitted_on_hosted(wire: Any, h: Any)
         assert claims["POST /memory/recall"] is None
 
 
-def test_nothing_held_answers_empty_without_a_pack(wire: Any) -> None:
-    engine, double = wire
+def test_nothing_held_answers_empty_without_a_pack(on_wire: Any) -> None:
+    engine, double = on_wire
     answer = recall(engine, "alpha")
     assert answer.answer == ""
     assert answer.citations == ()
@@ -123,8 +120,8 @@ def test_nothing_held_answers_empty_without_a_pack(wire: Any) -> None:
     assert "scopes" in state.requests()[0]
 
 
-def test_a_reach_reads_its_scopes_without_a_listing(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_reach_reads_its_scopes_without_a_listing(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha there", "agent:a"), doc("alpha elsewhere", "agent:z"))
     reach = Reach.exact(Namespace.parse("agent:a"))
     answer = recall(engine, "alpha", filter=MetaFilter(reach=reach))
@@ -137,16 +134,16 @@ def test_a_reach_reads_its_scopes_without_a_listing(wire: Any, h: Any) -> None:
     }
 
 
-def test_a_service_sandbox_is_not_recalled_without_a_reach(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_a_service_sandbox_is_not_recalled_without_a_reach(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha open"), doc("alpha sandboxed", "service:job"))
     answer = recall(engine, "alpha")
     assert [c.snippet for c in answer.citations] == ["alpha open"]
     assert set(h.recalls_by_scope(double)) == {ROOT_DOCS}
 
 
-def test_expired_pack_repacks_every_scope_once_more(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_expired_pack_repacks_every_scope_once_more(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha"))
     double.state.expire_packs = 1
     answer = recall(engine, "alpha")
@@ -158,8 +155,8 @@ def test_expired_pack_repacks_every_scope_once_more(wire: Any, h: Any) -> None:
     assert first["use_pack_id"] != second["use_pack_id"]
 
 
-def test_expired_packs_with_two_scopes_repack_both(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_expired_packs_with_two_scopes_repack_both(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha"), learning("alpha fact"))
     double.state.expire_packs = 1
     recall(engine, "alpha")
@@ -167,8 +164,8 @@ def test_expired_packs_with_two_scopes_repack_both(wire: Any, h: Any) -> None:
     assert len(double.state.seen.answers) == 2
 
 
-def test_three_expired_packs_raise_not_found_after_three_answers(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_three_expired_packs_raise_not_found_after_three_answers(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha"))
     double.state.expire_packs = 3
     with pytest.raises(NotFoundError):
@@ -177,9 +174,9 @@ def test_three_expired_packs_raise_not_found_after_three_answers(wire: Any, h: A
     assert len(double.state.seen.recalls) == 3
 
 
-def test_a_forget_between_pack_and_answer_is_survived(wire: Any, h: Any) -> None:
+def test_a_forget_between_pack_and_answer_is_survived(on_wire: Any, h: Any) -> None:
     """A real expiry: every pack is dropped (as any forget does) just before the answer."""
-    engine, double = wire
+    engine, double = on_wire
     h.seed(double, doc("alpha"))
     state = double.state
     original = state.log.live_pack
@@ -200,8 +197,8 @@ def test_a_forget_between_pack_and_answer_is_survived(wire: Any, h: Any) -> None
     assert len(state.seen.answers) == 2
 
 
-def test_recall_down_is_unavailable_after_three_attempts(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_recall_down_is_unavailable_after_three_attempts(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     h.seed(double, doc("alpha"))
     double.state.recall_down = True
     with pytest.raises(UnavailableError):
@@ -210,8 +207,8 @@ def test_recall_down_is_unavailable_after_three_attempts(wire: Any, h: Any) -> N
     assert double.state.seen.answers == []
 
 
-def test_citations_interleave_dedupe_and_stop_at_the_limit(wire: Any, h: Any) -> None:
-    engine, double = wire
+def test_citations_interleave_dedupe_and_stop_at_the_limit(on_wire: Any, h: Any) -> None:
+    engine, double = on_wire
     talk = StoreItem.conversation(
         [Turn(Role.USER, "alpha turn zero"), Turn(Role.ASSISTANT, "alpha turn one")],
         MemoryMeta(),
@@ -238,11 +235,11 @@ def test_citations_interleave_dedupe_and_stop_at_the_limit(wire: Any, h: Any) ->
     assert talk.fingerprint() in ids
 
 
-def test_citation_meta_is_located_for_a_piece(wire: Any, h: Any) -> None:
+def test_citation_meta_is_located_for_a_piece(on_wire: Any, h: Any) -> None:
     from cortex_memory.contract.items import Document, TextBody
     from cortex_memory.cortex.envelope import envelopes
 
-    engine, double = wire
+    engine, double = on_wire
     body = "needle first page " + "a " * 100_000 + "\f" + "second page " + "b " * 100_000
     item = Document(TextBody(body), None, None, MemoryMeta(tags=("t",)))
     first = envelopes(item)[0]
@@ -252,13 +249,6 @@ def test_citation_meta_is_located_for_a_piece(wire: Any, h: Any) -> None:
     assert citation.snippet == first.text
     assert citation.meta.tags[0] == "t"
     assert "page:1" in citation.meta.tags
-
-
-def _engine(url: str, hosted: bool = False) -> Any:
-    timing = Timing(request_timeout=5.0, read_backoff=0.005)
-    if hosted:
-        return CortexEngine.tinyhumans(url, StaticBearer("k"), timing=timing)
-    return CortexEngine.direct(url, CortexCredential.api_key("k"), timing=timing)
 
 
 def _server(recall_answer: Dict[str, Any], answer: Any) -> LoopbackServer:
@@ -275,9 +265,9 @@ def _server(recall_answer: Dict[str, Any], answer: Any) -> LoopbackServer:
 ROOT_ONLY = MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.DOCUMENT,))
 
 
-def test_a_pack_without_pack_id_is_an_engine_error() -> None:
+def test_a_pack_without_pack_id_is_an_engine_error(h: Any) -> None:
     with _server({"layers": {}}, {"answer": "x"}) as server:
-        engine = _engine(server.url)
+        engine = h.engine_for(server.url)
         with pytest.raises(EngineError, match="pack_id"):
             recall(engine, "alpha", filter=ROOT_ONLY)
         engine.close()
@@ -285,17 +275,17 @@ def test_a_pack_without_pack_id_is_an_engine_error() -> None:
 
 
 @pytest.mark.parametrize("answer", [{"answer": 5}, {}, [], {"answer": None}])
-def test_an_answer_without_text_is_an_engine_error(answer: Any) -> None:
+def test_an_answer_without_text_is_an_engine_error(answer: Any, h: Any) -> None:
     with _server({"pack_id": "p1", "layers": {"events": []}}, answer) as server:
-        engine = _engine(server.url)
+        engine = h.engine_for(server.url)
         with pytest.raises(EngineError, match="answer"):
             recall(engine, "alpha", filter=ROOT_ONLY)
         engine.close()
 
 
-def test_a_missing_model_is_none() -> None:
+def test_a_missing_model_is_none(h: Any) -> None:
     with _server({"pack_id": "p1"}, {"answer": "ok", "diagnostics": {"answer_model": 3}}) as srv:
-        engine = _engine(srv.url)
+        engine = h.engine_for(srv.url)
         answer = recall(engine, "alpha", filter=ROOT_ONLY)
         engine.close()
     assert answer.answer == "ok"
@@ -303,8 +293,8 @@ def test_a_missing_model_is_none() -> None:
     assert answer.citations == ()
 
 
-def test_an_invalid_recall_sends_nothing(wire: Any) -> None:
-    engine, double = wire
+def test_an_invalid_recall_sends_nothing(on_wire: Any) -> None:
+    engine, double = on_wire
     for bad in (RecallRequest("  ", 5), RecallRequest("q", 0)):
         with pytest.raises(InvalidRequestError):
             engine.recall(bad)
