@@ -52,7 +52,7 @@ __all__ = ["DEMO", "DEMO_TAG", "demo_items"]
 
 #: Every demo item carries this tag, so a demo on a real database touches only its own items.
 DEMO_TAG = "cortex-memory-demo"
-_QUERY = "release checklist changelog"
+_QUERY = "changelog before releases"
 _QUESTION = "When do we ship releases?"
 _WIDTH = 80
 
