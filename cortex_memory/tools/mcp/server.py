@@ -123,6 +123,7 @@ class McpServer:
         self._writer = writer
         self._version = version
         self._initialized = False
+        self._state_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._methods: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
             "initialize": self._initialize,
@@ -134,7 +135,8 @@ class McpServer:
     @property
     def initialized(self) -> bool:
         """True once the client sent ``notifications/initialized``."""
-        return self._initialized
+        with self._state_lock:
+            return self._initialized
 
     # -- messages --------------------------------------------------------------------------
 
@@ -178,7 +180,8 @@ class McpServer:
 
     def _notification(self, method: str) -> None:
         if method == "notifications/initialized":
-            self._initialized = True
+            with self._state_lock:
+                self._initialized = True
         # Every other notification (cancelled, progress, ...) needs nothing from us.
 
     def _initialize(self, params: Dict[str, Any]) -> Dict[str, Any]:
