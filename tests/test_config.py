@@ -421,3 +421,10 @@ def test_any_toml_text_gives_a_config_or_a_config_error(text: str) -> None:
         except ConfigError:
             return
     assert isinstance(config, MemoryConfig)
+
+
+def test_loaders_take_text() -> None:
+    with pytest.raises(TypeError, match="TOML text must be a str"):
+        MemoryConfig.from_toml(b'engine = "local"')  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="JSON text must be a str"):
+        MemoryConfig.from_json(b"{}")  # type: ignore[arg-type]

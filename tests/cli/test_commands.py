@@ -427,3 +427,82 @@ def test_exit_code_per_error_class(error: Error, code: int) -> None:
     assert exit_code(error) == code
     codes = [c for _, c in EXIT_CODES]
     assert len(codes) == len(set(codes))
+
+
+# ------------------------------------------------------ edges of the runner
+
+
+def test_recall_on_an_empty_database_says_so(run: Runner) -> None:
+    result = run("recall", "anything stored?")
+    assert result.status == 0
+    assert result.out.rstrip().endswith("no citations")
+
+
+def test_a_new_command_is_one_table_entry(cli: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cortex_memory.cli as cli_module
+    from cortex_memory.cli import Command, Context
+
+    seen: List[str] = []
+
+    def configure(parser: Any) -> None:
+        parser.add_argument("--session")
+
+    def run_it(ctx: Context) -> int:
+        seen.append(ctx.args.session)
+        ctx.console.out("served")
+        return 0
+
+    extra = Command("mcp", "serve the memory tools over MCP", configure, run_it)
+    monkeypatch.setattr(cli_module, "COMMANDS", (*cli_module.COMMANDS, extra))
+    result = cli("mcp", "--session", "s-1")
+    assert (result.status, result.out, seen) == (0, "served\n", ["s-1"])
+    assert "serve the memory tools over MCP" in cli("--help").out
+
+
+def test_interrupt_exits_130_without_a_traceback(cli: Runner,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import cortex_memory.cli as cli_module
+    from cortex_memory.cli import Command
+
+    def interrupted(ctx: Any) -> int:
+        raise KeyboardInterrupt
+
+    extra = Command("wait", "waits", lambda parser: None, interrupted)
+    monkeypatch.setattr(cli_module, "COMMANDS", (*cli_module.COMMANDS, extra))
+    result = cli("wait")
+    assert result.status == 130
+    assert result.err == "cortex-memory: interrupted\n"
+
+
+def test_output_a_console_cannot_encode_is_escaped(db: str, env: Dict[str, str]) -> None:
+    import io
+
+    from cortex_memory.cli import main
+
+    assert main(["store", "café ☕", "--path", db], env=env, stdout=io.StringIO(),
+                stderr=io.StringIO()) == 0
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii")
+    assert main(["list", "--path", db], env=env, stdout=out, stderr=io.StringIO()) == 0
+    out.flush()
+    assert "caf\\xe9 \\u2615" in raw.getvalue().decode("ascii")
+
+
+def test_stdin_that_is_not_text_is_a_usage_error(db: str, env: Dict[str, str]) -> None:
+    import io
+
+    from cortex_memory.cli import main
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xff\xfe\xfa"), encoding="utf-8")
+    err = io.StringIO()
+    status = main(["store", "--path", db], env=env, stdin=stdin, stdout=io.StringIO(), stderr=err)
+    assert status == 2
+    assert "stdin could not be decoded" in err.getvalue()
+
+
+def test_input_files_must_be_utf8(run: Runner, tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("caf\xe9".encode("latin-1"))
+    result = run("store", "--file", str(bad))
+    assert result.status == 2
+    assert "is not UTF-8 text" in result.err
