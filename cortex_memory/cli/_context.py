@@ -38,7 +38,7 @@ class Context:
             config_file=self.args.config,
             env=self.env,
         )
-        for warning in selection.warnings:
+        for warning in selection.config_warnings:
             self.console.warn(warning)
         if selection.note is not None:
             self.console.note(selection.note)

@@ -23,8 +23,8 @@ __all__ = [
     "hit_detail",
     "list_lines",
     "plural",
-    "receipt_line",
     "recall_lines",
+    "receipt_line",
 ]
 
 #: Characters of text shown per hit in listings.

@@ -61,7 +61,7 @@ class Selection:
     settings: EngineSettings
     credential: EngineCredential
     note: Optional[str] = None
-    warnings: Tuple[str, ...] = ()
+    config_warnings: Tuple[str, ...] = ()
 
     def build(self) -> MemoryEngine:
         """Build the engine through the registry."""
