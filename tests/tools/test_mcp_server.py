@@ -233,3 +233,16 @@ def test_the_program_reports_setup_errors_on_stderr(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stdout == b""
     assert b"CORTEX_MEMORY_API_KEY" in proc.stderr
+
+
+def test_the_program_defaults_to_the_per_user_database(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = dict(os.environ, CORTEX_MEMORY_HOME=str(home))
+    ping = json.dumps(_request("ping", id=1)).encode() + b"\n"
+    proc = subprocess.run([sys.executable, "-m", "cortex_memory.tools.mcp"], input=ping,
+                          capture_output=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    database = home / "memory.sqlite3"
+    assert f"using the local engine at {database}".encode() in proc.stderr
+    assert (home / "memory.sqlite3.mcp-ledger.sqlite3").is_file()

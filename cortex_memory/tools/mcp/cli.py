@@ -88,14 +88,17 @@ def _local_path(args: argparse.Namespace) -> str:
         return str(args.path)
     from cortex_memory.paths import default_database_path
 
-    return str(default_database_path(create=True))
+    path = str(default_database_path(create=True))
+    # Say where memory goes when nobody chose (stderr: stdout is the protocol's).
+    sys.stderr.write(f"cortex-memory mcp: using the local engine at {path}\n")
+    return path
 
 
-def _open_engine(args: argparse.Namespace) -> MemoryEngine:
-    if args.engine == "local":
+def _open_engine(args: argparse.Namespace, local_path: Optional[str]) -> MemoryEngine:
+    if local_path is not None:
         from cortex_memory.local import LocalEngine
 
-        return LocalEngine(_local_path(args))
+        return LocalEngine(local_path)
     # Credentials come from the environment only, never from a flag or a file.
     key = os.environ.get(_KEY_ENV[args.engine], "")
     if not key:
@@ -107,11 +110,11 @@ def _open_engine(args: argparse.Namespace) -> MemoryEngine:
     return build_engine(args.engine, settings, EngineCredential.static(key))
 
 
-def _ledger_path(args: argparse.Namespace) -> str:
+def _ledger_path(args: argparse.Namespace, local_path: Optional[str]) -> str:
     if args.ledger:
         return str(args.ledger)
-    if args.engine == "local":
-        return ledger_path_for(_local_path(args))
+    if local_path is not None:
+        return ledger_path_for(local_path)
     from cortex_memory.paths import ensure_data_dir
 
     return str(ensure_data_dir() / "mcp-ledger.sqlite3")
@@ -127,13 +130,14 @@ def run(args: argparse.Namespace) -> int:
     protocol_out = sys.stdout.buffer
     protocol_in = sys.stdin.buffer
     try:
-        engine = _open_engine(args)
+        local_path = _local_path(args) if args.engine == "local" else None
+        engine = _open_engine(args, local_path)
     except (Error, _UsageError, ImportError) as exc:
         sys.stderr.write(f"cortex-memory mcp: {exc}\n")
         return 2
     ledger: Optional[Ledger] = None
     try:
-        ledger = Ledger(_ledger_path(args))
+        ledger = Ledger(_ledger_path(args, local_path))
         for session in args.session:
             ledger.start_session(session)
         writer = MemoryWriter(engine, ledger, namespace=args.namespace)
