@@ -1,0 +1,149 @@
+"""The Direct wire: actor lookups, failure mapping, the rate-limit pause, health."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+
+import pytest
+
+from cortex_memory.contract import (
+    HealthState,
+    ItemKind,
+    ListRequest,
+    MetaFilter,
+    Namespace,
+    Reach,
+)
+from cortex_memory.cortex import CortexCredential, CortexEngine, Timing
+from cortex_memory.errors import (
+    ConflictError,
+    EngineError,
+    InvalidRequestError,
+    NotFoundError,
+    UnauthorizedError,
+    error_code,
+)
+from cortex_memory.testing import TEST_TOKEN, sample_items, unused_url
+
+# An exact reach needs no scope discovery: each call is one listing.
+LEARNINGS = ListRequest(
+    MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.LEARNING,)), 5
+)
+
+
+def test_actor_is_asked_once_across_clones_and_again_after_a_401(make_double) -> None:
+    double = make_double("direct", whoami_caller="user:local")
+    engine = double.engine()
+    clones = [copy.copy(engine), engine.with_default_headers({"x-sdk-name": "t"})]
+    engine.store(sample_items()[2])
+    for clone in clones:
+        clone.list(LEARNINGS)
+    assert double.state.counters["whoami_calls"] == 1
+    assert set(double.state.seen.actors) == {"user:local"}
+    double.state.accept_token = "someone-else"
+    with pytest.raises(UnauthorizedError, match="API key"):
+        clones[0].list(LEARNINGS)
+    double.state.accept_token = None
+    engine.list(LEARNINGS)
+    assert double.state.counters["whoami_calls"] == 2
+
+
+def test_pre_actor_server_is_never_asked_again(direct) -> None:
+    engine = direct.engine()
+    engine.store(sample_items()[2])
+    engine.list(LEARNINGS)
+    copy.copy(engine).list(LEARNINGS)
+    assert direct.state.counters["whoami_calls"] == 1
+    assert set(direct.state.seen.actors) == {None}
+
+
+def test_direct_never_sends_an_idempotency_header(direct) -> None:
+    engine = direct.engine()
+    engine.store_many(sample_items())
+    assert all("idempotency-key" not in headers for headers in direct.state.seen.headers)
+    assert all(header is None for _, header in direct.state.seen.idempotency)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (401, UnauthorizedError),
+        (403, UnauthorizedError),
+        (404, NotFoundError),
+        (422, InvalidRequestError),
+        (409, ConflictError),
+        (402, EngineError),
+    ],
+)
+def test_direct_statuses_map_onto_the_contract(make_double, status: int, error: type) -> None:
+    double = make_double("direct", fail_all=(status, "X"))
+    engine = double.engine()
+    with pytest.raises(error) as info:
+        engine.list(LEARNINGS)
+    assert info.value.status == status
+    assert info.value.code == "X"
+    assert error_code(info.value) is None
+    assert len(double.state.requests()) == 1
+
+
+def test_rate_limit_pause_is_shared_by_clones(make_double) -> None:
+    double = make_double("direct", retry_after_seconds=1)
+    engine = double.engine()
+    clone = copy.copy(engine)
+    double.state.rate_limit_events = 1
+    done = threading.Event()
+    errors = []
+
+    def read() -> None:
+        try:
+            engine.list(LEARNINGS)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        done.set()
+
+    started = time.monotonic()
+    worker = threading.Thread(target=read)
+    worker.start()
+    while double.state.counters["rate_limited"] == 0 and not done.is_set():
+        time.sleep(0.005)
+    assert clone.context.client.paused_for > 0
+    worker.join(10)
+    assert not errors
+    assert time.monotonic() - started >= 0.9
+    assert double.state.count("GET /v1/events") == 2
+
+
+def test_health_states(wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    assert engine.health().state is HealthState.OK
+    double.state.fail_all = (503, "UNAVAILABLE", "backend detail that must not show")
+    health = engine.health()
+    assert health.state is HealthState.DEGRADED
+    assert "backend detail" not in (health.reason or "")
+    # The probe never reads the body, so no backend text can reach the reason.
+    assert (health.reason or "").startswith("unavailable: ")
+    double.state.fail_all = (401, "UNAUTHORIZED", "secret detail")
+    health = engine.health()
+    assert health.state is HealthState.DOWN
+    assert "secret detail" not in (health.reason or "")
+    assert TEST_TOKEN not in (health.reason or "")
+    # One probe each, never retried.
+    assert len(double.state.requests()) == 3
+
+
+def test_direct_health_probes_the_admin_route(direct) -> None:
+    direct.engine().health()
+    assert direct.state.requests() == ["GET /v1/admin/health"]
+
+
+def test_health_of_an_unreachable_endpoint_is_degraded() -> None:
+    timing = Timing(request_timeout=1.0, connect_timeout=1.0)
+    key = "ctx_unreachable_canary"
+    engine = CortexEngine.direct(unused_url(), CortexCredential.api_key(key), timing=timing)
+    health = engine.health(deadline=5)
+    engine.close()
+    assert health.state is HealthState.DEGRADED
+    assert key not in (health.reason or "")
