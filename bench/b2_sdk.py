@@ -271,7 +271,9 @@ def main() -> int:
     verdict = "pass" if all(r <= AIM for r in ratios.values()) else "miss"
     row = summary(
         ", ".join(f"{op} {ratio:.2f}x" for op, ratio in ratios.items())
-        + " (bare urllib3: " + ", ".join(f"{r:.2f}x" for r in floors.values()) + ")",
+        + " (bare urllib3: "
+        + ", ".join(f"{r:.2f}x" for r in floors.values())
+        + ")",
         f"<= {AIM}x the SDK",
         verdict,
     )

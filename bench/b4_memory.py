@@ -320,10 +320,7 @@ def main() -> int:
     )
     capped = {case: mib for case, mib in over.items() if case != "naive"}
     worst = max(capped.values())
-    refused = all(
-        "EngineError" in str(outcomes[c].get("result", ""))
-        for c in capped
-    )
+    refused = all("EngineError" in str(outcomes[c].get("result", "")) for c in capped)
     verdict = "pass" if refused and worst <= CAP / MIB else "miss"
     worst_case = max(capped, key=lambda c: capped[c])
     row = summary(

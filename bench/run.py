@@ -87,7 +87,6 @@ def _b1(doc: Dict[str, Any]) -> Summary:
     return {"figure": figure, "aim": f"<= {aim}x bare urllib3", "verdict": verdict}
 
 
-
 def _b5(doc: Dict[str, Any]) -> Summary:
     figures = doc["figures"]
     shown = [
