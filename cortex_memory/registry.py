@@ -209,9 +209,49 @@ def _build_local(settings: EngineSettings, credential: EngineCredential) -> Memo
     return LocalEngine(database)
 
 
+def _cortexdb_descriptor() -> EngineDescriptor:
+    from cortex_memory.cortex.descriptors import cortexdb_descriptor
+
+    return cortexdb_descriptor()
+
+
+def _tinyhumans_descriptor() -> EngineDescriptor:
+    from cortex_memory.cortex.descriptors import tinyhumans_descriptor
+
+    return tinyhumans_descriptor()
+
+
+def _endpoint(settings: EngineSettings, default: str) -> str:
+    """The setting, trimmed, when it is not blank; else the engine's default endpoint."""
+    endpoint = settings.endpoint
+    if endpoint is None or not endpoint.strip():
+        return default
+    return endpoint.strip()
+
+
+def _build_cortexdb(settings: EngineSettings, credential: EngineCredential) -> MemoryEngine:
+    """CortexDB's own API (Direct): a static API key, or a bearer source asked per request."""
+    from cortex_memory.cortex.engine.core import CortexEngine
+    from cortex_memory.cortex.wire import CORTEX_API_ENDPOINT, CORTEXDB_ENGINE_ID
+
+    cortex_credential = credential.cortex_credential(CORTEXDB_ENGINE_ID)
+    return CortexEngine.direct(_endpoint(settings, CORTEX_API_ENDPOINT), cortex_credential)
+
+
+def _build_tinyhumans(settings: EngineSettings, credential: EngineCredential) -> MemoryEngine:
+    """CortexDB hosted by TinyHumans: the bearer (a session JWT or key) asked per request."""
+    from cortex_memory.cortex.engine.core import CortexEngine
+    from cortex_memory.cortex.wire import TINYHUMANS_API_ENDPOINT, TINYHUMANS_ENGINE_ID
+
+    source = credential.bearer_source(TINYHUMANS_ENGINE_ID)
+    return CortexEngine.tinyhumans(_endpoint(settings, TINYHUMANS_API_ENDPOINT), source)
+
+
 # Listing order is table order. A new engine is one entry here; keep the order
 # cortexdb, tinyhumans, local (README decision 10).
 _REGISTRY: Tuple[_Registration, ...] = (
+    _Registration("cortexdb", _cortexdb_descriptor, _build_cortexdb),
+    _Registration("tinyhumans", _tinyhumans_descriptor, _build_tinyhumans),
     _Registration(LOCAL_ENGINE_ID, _local_descriptor, _build_local),
 )
 
