@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from functools import lru_cache
+from itertools import chain
 from typing import Dict, FrozenSet, Iterable, List, Tuple
 
 __all__ = [
@@ -80,13 +82,13 @@ def words_of(text: str) -> List[str]:
     return [word.lower() for word in _WORD.findall(text)]
 
 
-def padded_words(text: str) -> str:
-    """The distinct words of ``text`` joined by spaces, with a space at each end.
+def padded_words(words: Iterable[str]) -> str:
+    """The distinct ``words`` joined by spaces, with a space at each end.
 
     This is what the database keeps (column ``words``): ``instr(words, ' w ')``
     then finds a whole word, and the FTS5 index is built over it.
     """
-    distinct = dict.fromkeys(words_of(text))
+    distinct = dict.fromkeys(words)
     return " " + " ".join(distinct) + " " if distinct else " "
 
 
@@ -120,16 +122,13 @@ def word_dims(word: str) -> Tuple[int, ...]:
 
 def vector_of(words: Iterable[str]) -> Vector:
     """The trigram vector (bucket -> count) of a sequence of words."""
-    counts: Vector = {}
-    for word in words:
-        for dim in word_dims(word):
-            counts[dim] = counts.get(dim, 0) + 1
-    return counts
+    # Counter counts in C; the buckets of each word come from the cache.
+    return dict(Counter(chain.from_iterable(map(word_dims, words))))
 
 
 def norm(vector: Vector) -> float:
     """The Euclidean length of ``vector``."""
-    return math.sqrt(sum(count * count for count in vector.values()))
+    return math.hypot(*vector.values())
 
 
 def vector_row(words: Iterable[str]) -> Tuple[object, ...]:

@@ -49,9 +49,9 @@ BELIEF_COLUMNS = "b.seq, b.id, b.namespace, b.text, b.miss"
 
 _PUNCTUATION = re.compile(r"[\s.!?;:,]+$")
 _SPACES = re.compile(r"\s+")
-_INSERT_VECTOR = (
-    f"INSERT INTO belief_vectors (seq, inv_norm, {vector_columns()}) "
-    f"VALUES ({', '.join('?' * (DIMS + 2))})"
+_INSERT = (
+    "INSERT INTO beliefs (tenant, id, namespace, svc, key, miss, updated_us, inv_norm, "
+    f"{vector_columns()}, text, words) VALUES ({', '.join('?' * (DIMS + 10))})"
 )
 
 
@@ -76,15 +76,13 @@ def upsert(conn: sqlite3.Connection, tenant: str, ns: Namespace, text: str) -> i
     if row is not None:
         return int(row[0])
     belief_id = hash_json(f"belief\n{ns_key}\n{key}")
+    words = words_of(text)
     cursor = conn.execute(
-        "INSERT INTO beliefs (tenant, id, namespace, svc, key, text, words, miss, updated_us) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 1.0, ?)",
-        (tenant, belief_id, ns_key, service_depth(ns), key, text, padded_words(text),
-         _now_us()),
+        _INSERT,
+        (tenant, belief_id, ns_key, service_depth(ns), key, 1.0, _now_us(),
+         *vector_row(words), text, padded_words(words)),
     )
-    seq = int(cursor.lastrowid or 0)
-    conn.execute(_INSERT_VECTOR, (seq, *vector_row(words_of(text))))
-    return seq
+    return int(cursor.lastrowid or 0)
 
 
 def add_source(conn: sqlite3.Connection, belief: int, item: int, weight: float) -> bool:
@@ -137,7 +135,6 @@ def drop_sources(conn: sqlite3.Connection, items: Sequence[object]) -> None:
         if orphans:
             orphan_marks = ", ".join("?" * len(orphans))
             conn.execute(f"DELETE FROM beliefs WHERE seq IN ({orphan_marks})", orphans)
-            conn.execute(f"DELETE FROM belief_vectors WHERE seq IN ({orphan_marks})", orphans)
 
 
 def belief_hit(row: Sequence[object], score: float = 0.0) -> Hit:

@@ -45,7 +45,7 @@ from cortex_memory.local.analysis import sentences, words_of
 from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.search import BELIEFS, Query, ranked_page, ranking
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
-from cortex_memory.local.store import item_of
+from cortex_memory.local.store import HIT_FROM, item_of
 
 __all__ = [
     "BATCH",
@@ -109,7 +109,7 @@ def build(conn: sqlite3.Connection, tenant: str, request: ConsolidateRequest) ->
     while True:
         with write_transaction(conn):
             rows = conn.execute(
-                f"SELECT c.seq, c.id, c.item_json FROM items c WHERE {where} AND c.seq > ? "
+                f"SELECT c.seq, c.id, w.item_json FROM {HIT_FROM} WHERE {where} AND c.seq > ? "
                 "ORDER BY c.seq LIMIT ?",
                 (*params, after, BATCH),
             ).fetchall()

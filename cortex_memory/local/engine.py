@@ -62,13 +62,23 @@ from cortex_memory.local.connections import (
 )
 from cortex_memory.local.explore import explore as explore_sql
 from cortex_memory.local.recall import answer, recall_query
-from cortex_memory.local.schema import FTS_OK, ensure_schema, fts5_available, fts_state, rebuild_fts
+from cortex_memory.local.schema import (
+    FTS_OK,
+    ensure_schema,
+    fts5_available,
+    fts_state,
+    rebuild_fts,
+    refresh_statistics,
+)
 from cortex_memory.local.search import Query
 from cortex_memory.local.store import prepare
 
 __all__ = ["LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
 
 _log = logging.getLogger(__name__)
+
+#: New items between two checks of the planner statistics.
+_STATS_EVERY = 2000
 
 #: The registry id of the local engine.
 LOCAL_ENGINE_ID = "local"
@@ -136,6 +146,7 @@ class LocalEngine(MemoryEngine):
         self._init_lock = threading.Lock()
         self._ready = False
         self._fts = False
+        self._written = 0  # items written since statistics were last checked
 
     def __repr__(self) -> str:
         return f"LocalEngine({self._path!r})"
@@ -153,6 +164,7 @@ class LocalEngine(MemoryEngine):
                 return
             fts = self._want_fts and fts5_available(conn)
             ensure_schema(conn, use_fts=fts, memory=self._memory)
+            refresh_statistics(conn)
             self._fts = fts
             self._ready = True
             _log.debug("local database ready (fts5: %s)", fts)
@@ -218,7 +230,19 @@ class LocalEngine(MemoryEngine):
         batch = validate_many(items)
         prepared = [prepare(item) for item in batch]
         with self._session("storing items") as conn:
-            return writes.store_batch(conn, self._tenant, prepared, fts=self._fts)
+            receipts = writes.store_batch(conn, self._tenant, prepared, fts=self._fts)
+            if self._count_writes(sum(1 for r in receipts if not r.replayed)):
+                refresh_statistics(conn)
+        return receipts
+
+    def _count_writes(self, created: int) -> bool:
+        """Count new items; True every :data:`_STATS_EVERY` (time to check statistics)."""
+        with self._init_lock:
+            self._written += created
+            if self._written < _STATS_EVERY:
+                return False
+            self._written = 0
+            return True
 
     def forget(self, target: ForgetTarget) -> ForgetReport:
         """By ids: wherever they live (sandboxes too). By filter: inside its reach."""

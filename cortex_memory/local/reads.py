@@ -37,6 +37,7 @@ from cortex_memory.local.search import ITEMS, Query, hint_window, ranked_page, r
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
     HIT_COLUMNS,
+    HIT_FROM,
     chunks,
     hit_of,
     item_of,
@@ -94,7 +95,8 @@ def _listing_rows(
     size = min(limit, MAX_PAGE)
     where, params = filter_condition(flt, tenant)
     rows = conn.execute(
-        f"SELECT {HIT_COLUMNS} FROM items c WHERE {where} AND c.seq > ? ORDER BY c.seq LIMIT ?",
+        f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE {where} AND c.seq > ? "
+        "ORDER BY c.seq LIMIT ?",
         (*params, after, size + 1),
     ).fetchall()
     next_cursor = f"k{rows[size - 1][0]}" if len(rows) > size else None
@@ -149,7 +151,7 @@ def get_hits(
     for chunk in chunks(unique):
         marks = ", ".join("?" * len(chunk))
         for row in conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM items c WHERE c.tenant = ? AND c.id IN ({marks}) "
+            f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE c.tenant = ? AND c.id IN ({marks}) "
             f"AND {reach_sql}",
             (tenant, *chunk, *reach_params),
         ):

@@ -2,20 +2,21 @@
 
 Layout (schema version 1):
 
-- ``items``: one row per stored item and tenant. ``seq`` (insertion order)
-  is the key every other table refers to. The item is kept whole as its
-  canonical contract JSON (``item_json``), next to what reads filter and rank
-  on: kind, namespace path (``''`` for the root), ``svc`` (1 + the index of the
-  deepest ``service`` segment, 0 when none), the metadata fields filters test,
-  ``observed_us`` (microseconds since the epoch), the rendered text and its
-  distinct words.
+- ``items``: one short row per stored item and tenant, holding what reads
+  filter and rank on: ``seq`` (insertion order; the key every other table
+  refers to), id, kind, namespace path (``''`` for the root), ``svc`` (1 + the
+  index of the deepest ``service`` segment, 0 when none), the metadata fields
+  filters test, ``observed_us`` (microseconds since the epoch) and the hashed
+  trigram vector: ``1/length`` and one integer column per bucket (``d0`` …),
+  so SQLite computes dot products in C over small rows.
+- ``item_bodies``: the long columns, read only for the rows a page returns:
+  the item's distinct words, its rendered text and the item whole as its
+  canonical contract JSON (``item_json``).
 - ``item_tags``: one row per tag (repeats kept, as facets count them).
-- ``item_vectors``: the hashed trigram vector, one integer column per bucket
-  (``d0`` …), plus ``1/length``; SQLite computes dot products in C this way.
-- ``items_fts``: an external-content FTS5 index over ``items.words``, present
-  only when the SQLite build has FTS5.
-- ``beliefs``, ``belief_sources``, ``belief_vectors``: consolidated beliefs,
-  kept apart from items (see ``consolidate.py``).
+- ``items_fts``: an external-content FTS5 index over ``item_bodies.words``,
+  present only when the SQLite build has FTS5.
+- ``beliefs``, ``belief_sources``: consolidated beliefs (with their own
+  vectors), kept apart from items (see ``beliefs.py``).
 - ``engine_info``: key/value facts about the file: ``schema_version``,
   ``dims`` and ``fts_state`` (``ok``, ``stale`` or ``absent``).
 
@@ -40,6 +41,7 @@ __all__ = [
     "fts_state",
     "mark_fts_stale",
     "rebuild_fts",
+    "refresh_statistics",
     "vector_columns",
 ]
 
@@ -58,14 +60,15 @@ def vector_columns() -> str:
     return ", ".join(f"d{i}" for i in range(DIMS))
 
 
-def _vector_table(name: str) -> str:
-    buckets = ", ".join(f"d{i} INTEGER NOT NULL DEFAULT 0" for i in range(DIMS))
-    return f"CREATE TABLE {name} (seq INTEGER PRIMARY KEY, inv_norm REAL NOT NULL, {buckets})"
-
+# The trigram vector is kept in the row it ranks, after the short columns and
+# before nothing long, so scanning it reads only small, local row payloads.
+_VECTOR = "inv_norm REAL NOT NULL, " + ", ".join(
+    f"d{i} INTEGER NOT NULL DEFAULT 0" for i in range(DIMS)
+)
 
 _V1 = (
     """CREATE TABLE engine_info (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-    """CREATE TABLE items (
+    f"""CREATE TABLE items (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         tenant TEXT NOT NULL,
         id TEXT NOT NULL,
@@ -77,31 +80,33 @@ _V1 = (
         agent_id TEXT, tool_call TEXT, source_kind TEXT NOT NULL, source_id TEXT,
         observed_us INTEGER,
         confidence REAL,
-        text TEXT NOT NULL,
-        words TEXT NOT NULL,
-        item_json TEXT NOT NULL,
+        {_VECTOR},
         UNIQUE (tenant, id)
     )""",
     "CREATE INDEX items_tenant ON items (tenant)",
     "CREATE INDEX items_namespace ON items (tenant, namespace)",
     "CREATE INDEX items_workspace ON items (tenant, workspace)",
+    """CREATE TABLE item_bodies (
+        seq INTEGER PRIMARY KEY, words TEXT NOT NULL, text TEXT NOT NULL,
+        item_json TEXT NOT NULL
+    )""",
     """CREATE TABLE item_tags (
         seq INTEGER NOT NULL, pos INTEGER NOT NULL, tag TEXT NOT NULL,
         PRIMARY KEY (seq, pos)
     ) WITHOUT ROWID""",
     "CREATE INDEX item_tags_tag ON item_tags (tag)",
-    _vector_table("item_vectors"),
-    """CREATE TABLE beliefs (
+    f"""CREATE TABLE beliefs (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         tenant TEXT NOT NULL,
         id TEXT NOT NULL,
         namespace TEXT NOT NULL,
         svc INTEGER NOT NULL,
         key TEXT NOT NULL,
-        text TEXT NOT NULL,
-        words TEXT NOT NULL,
         miss REAL NOT NULL,
         updated_us INTEGER NOT NULL,
+        {_VECTOR},
+        text TEXT NOT NULL,
+        words TEXT NOT NULL,
         UNIQUE (tenant, namespace, key)
     )""",
     "CREATE INDEX beliefs_id ON beliefs (tenant, id)",
@@ -110,12 +115,12 @@ _V1 = (
         PRIMARY KEY (belief, item)
     ) WITHOUT ROWID""",
     "CREATE INDEX belief_sources_item ON belief_sources (item)",
-    _vector_table("belief_vectors"),
 )
 
 _FTS_DDL = (
     "CREATE VIRTUAL TABLE items_fts USING fts5("
-    "words, content='items', content_rowid='seq', tokenize='unicode61 remove_diacritics 0')"
+    "words, content='item_bodies', content_rowid='seq', "
+    "tokenize='unicode61 remove_diacritics 0')"
 )
 
 # version -> the step that brings a file at ``version - 1`` to ``version``.
@@ -203,3 +208,31 @@ def rebuild_fts(conn: sqlite3.Connection) -> None:
         _log.info("rebuilding the local keyword index (state was %s)", state)
         conn.execute("INSERT INTO items_fts (items_fts) VALUES ('rebuild')")
         conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_OK,))
+
+
+#: Items a file must hold before the query planner gets statistics.
+ANALYZE_FROM = 1000
+
+
+def refresh_statistics(conn: sqlite3.Connection) -> bool:
+    """Run ``ANALYZE`` when ``items`` has doubled since the last run; True when it ran.
+
+    Without statistics SQLite picks among the ``(tenant, …)`` indexes blindly
+    and may walk a ranking scan in a random order; with them it reads rows in
+    table order (or uses the index a selective filter deserves).
+    """
+    rows = int(conn.execute("SELECT count(*) FROM items").fetchone()[0])
+    found = conn.execute(
+        "SELECT value FROM engine_info WHERE key = 'analyzed_rows'"
+    ).fetchone()
+    analyzed = 0 if found is None else int(found[0])
+    if rows < ANALYZE_FROM or rows < 2 * analyzed:
+        return False
+    with write_transaction(conn):
+        conn.execute("ANALYZE")
+        conn.execute(
+            "INSERT OR REPLACE INTO engine_info (key, value) VALUES ('analyzed_rows', ?)",
+            (str(rows),),
+        )
+    _log.debug("refreshed the local database statistics at %d items", rows)
+    return True

@@ -3,11 +3,11 @@
 Every score is computed by SQLite in C; Python only reads the page it needs.
 
 - **keyword**: the fraction of the query's distinct words the text holds
-  (``instr`` over the padded ``words`` column, so whole words only). A hit
-  needs at least one word. With FTS5 the candidates come from the index
-  (``"w1" OR "w2" …``) and equal scores are ordered by bm25 relevance; without
-  it every row in the filter is scored (the fallback: same hits, same scores,
-  ties in insertion order).
+  (whole words). A hit needs at least one. With FTS5 the index alone says
+  which rows hold which words (one phrase query per word), and equal scores
+  are ordered by bm25 relevance; without it (the fallback) every row in the
+  filter is tested with ``instr`` over its padded ``words`` column: the same
+  hits and scores, ties in insertion order.
 - **vector**: the cosine between the query's and the text's hashed trigram
   vectors, as a dot product over the query's non-zero buckets; a hit needs
   at least :data:`VECTOR_THRESHOLD`.
@@ -49,17 +49,20 @@ VECTOR_THRESHOLD = 0.3
 
 @dataclass(frozen=True)
 class Corpus:
-    """A ranked table: the rows, their vectors and (optionally) their FTS5 index."""
+    """A ranked table: its rows (vectors inline), where its words are, its FTS5 index."""
 
     table: str
     alias: str
-    vectors: str
+    words: str  # the SQL column holding the padded words
+    words_join: str  # the join that brings ``words`` in ("" when in the row)
     fts: Optional[str]
-    observed: bool
+    observed: bool  # rows have ``observed_us`` (time hints apply)
 
 
-ITEMS = Corpus("items", "c", "item_vectors", "items_fts", True)
-BELIEFS = Corpus("beliefs", "b", "belief_vectors", None, False)
+ITEMS = Corpus(
+    "items", "c", "w.words", "JOIN item_bodies w ON w.seq = c.seq", "items_fts", True
+)
+BELIEFS = Corpus("beliefs", "b", "b.words", "", None, False)
 
 
 @dataclass(frozen=True)
@@ -98,20 +101,26 @@ def _zone(name: str) -> tzinfo:
     return ZoneInfo(name)
 
 
-def _keyword_expr(query: Query, alias: str) -> Tuple[str, List[object]]:
-    terms = " + ".join(f"(instr({alias}.words, ?) > 0)" for _ in query.words)
+def _keyword_expr(query: Query, corpus: Corpus) -> Tuple[str, List[object]]:
+    # Whole words: the column is " w1 w2 ... " and each probe is " w ".
+    terms = " + ".join(f"(instr({corpus.words}, ?) > 0)" for _ in query.words)
     return f"(({terms}) / ?)", [*(f" {w} " for w in query.words), float(len(query.words))]
 
 
-def _vector_expr(query: Query) -> Tuple[str, List[object]]:
+def _vector_expr(query: Query, alias: str) -> Tuple[str, List[object]]:
     dims = sorted(query.vector)
-    terms = " + ".join(f"v.d{dim} * ?" for dim in dims)
+    terms = " + ".join(f"{alias}.d{dim} * ?" for dim in dims)
     params: List[object] = [query.vector[dim] for dim in dims]
-    return f"(({terms}) * v.inv_norm * ?)", [*params, 1.0 / query.length]
+    return f"(({terms}) * {alias}.inv_norm * ?)", [*params, 1.0 / query.length]
 
 
-def _match_text(query: Query) -> str:
-    return " OR ".join(f'"{word}"' for word in query.words)
+def _word_counts(query: Query, fts: str) -> Tuple[str, List[object]]:
+    """Per row the index matches: how many query words it holds (``n``) and the sum
+    of their bm25 ranks (``r``, lower is better); read from the index alone."""
+    one = f"SELECT rowid AS hit, rank AS r FROM {fts} WHERE {fts} MATCH ?"
+    union = " UNION ALL ".join(one for _ in query.words)
+    sql = f"SELECT hit, count(*) AS n, sum(r) AS r FROM ({union}) GROUP BY hit"
+    return sql, [f'"{word}"' for word in query.words]
 
 
 def ranking(
@@ -124,73 +133,69 @@ def ranking(
     window: Optional[Tuple[int, int]] = None,
 ) -> Optional[Tuple[str, List[object]]]:
     """The SQL (and parameters) yielding ``(seq, score)`` best first; None when
-    the query cannot hit anything in ``mode`` (no words, no trigrams)."""
+    the query cannot hit anything in ``mode`` (no words, no trigrams).
+
+    Parameters are listed in the order their ``?`` appear in the text. The
+    inner selects end in ``LIMIT -1`` so SQLite evaluates each score once per
+    row instead of copying the expression into the outer query.
+    """
     a = corpus.alias
-    can_keyword = bool(query.words)
-    can_vector = query.length > 0
-    if mode is FetchMode.KEYWORD and not can_keyword:
+    can_keyword = bool(query.words) and mode is not FetchMode.VECTOR
+    can_vector = query.length > 0 and mode is not FetchMode.KEYWORD
+    if not (can_keyword or can_vector):
         return None
-    if mode is FetchMode.VECTOR and not can_vector:
-        return None
-    if mode is FetchMode.HYBRID and not (can_keyword or can_vector):
-        return None
-    fts = corpus.fts if use_fts else None
+    fts = corpus.fts if use_fts and can_keyword else None
     where_sql, where_params = where
     covered = "0"
     covered_params: List[object] = []
     if window is not None and corpus.observed:
         covered = f"COALESCE({a}.observed_us >= ? AND {a}.observed_us < ?, 0)"
         covered_params = [window[0], window[1]]
-    order = f"covered DESC, score DESC, {'r, ' if mode is FetchMode.KEYWORD and fts else ''}seq"
+    n_words = float(len(query.words))
 
-    if mode is FetchMode.KEYWORD:
-        kw, kw_params = _keyword_expr(query, a)
-        if fts is not None:
-            inner = (
-                f"SELECT {a}.seq AS seq, {kw} AS score, {covered} AS covered, {fts}.rank AS r "
-                f"FROM {fts} JOIN {corpus.table} {a} ON {a}.seq = {fts}.rowid "
-                f"WHERE {fts} MATCH ? AND {where_sql}"
-            )
-            params = [*kw_params, *covered_params, _match_text(query), *where_params]
-        else:
-            inner = (
-                f"SELECT {a}.seq AS seq, {kw} AS score, {covered} AS covered "
-                f"FROM {corpus.table} {a} WHERE {where_sql}"
-            )
-            params = [*kw_params, *covered_params, *where_params]
-        sql = f"SELECT seq, score FROM ({inner}) WHERE score > 0 ORDER BY {order}"
-        return sql, params
-
-    vec, vec_params = _vector_expr(query) if can_vector else ("0.0", [])
-    join = f"JOIN {corpus.vectors} v ON v.seq = {a}.seq"
-    if mode is FetchMode.VECTOR:
+    if mode is FetchMode.KEYWORD and fts is not None:
+        counts, match_params = _word_counts(query, fts)
         inner = (
-            f"SELECT {a}.seq AS seq, {vec} AS score, {covered} AS covered "
-            f"FROM {corpus.table} {a} {join} WHERE {where_sql}"
+            f"SELECT {a}.seq AS seq, m.n / ? AS score, {covered} AS covered, m.r AS r "
+            f"FROM ({counts}) m JOIN {corpus.table} {a} ON {a}.seq = m.hit "
+            f"WHERE {where_sql} LIMIT -1"
         )
-        params = [*vec_params, *covered_params, *where_params]
-        sql = f"SELECT seq, score FROM ({inner}) WHERE score >= ? ORDER BY {order}"
-        return sql, [*params, VECTOR_THRESHOLD]
+        params = [n_words, *covered_params, *match_params, *where_params]
+        return (
+            f"SELECT seq, score FROM ({inner}) ORDER BY covered DESC, score DESC, r, seq",
+            params,
+        )
 
-    # Hybrid: the keyword part only where the index (or the words) can match.
-    kw_sql, kw_params = _keyword_expr(query, a) if can_keyword else ("0.0", [])
-    match_join = ""
-    match_params: List[object] = []
-    if can_keyword and fts is not None:
-        kw_sql = f"(CASE WHEN m.hit IS NULL THEN 0.0 ELSE {kw_sql} END)"
-        match_join = f"LEFT JOIN (SELECT rowid AS hit FROM {fts} WHERE {fts} MATCH ?) m " \
-            f"ON m.hit = {a}.seq"
-        match_params = [_match_text(query)]
+    vec, vec_params = _vector_expr(query, a) if can_vector else ("0.0", [])
+    kw = "0.0"
+    kw_params: List[object] = []
+    source = f"{corpus.table} {a}"
+    join_params: List[object] = []
+    if fts is not None:
+        counts, join_params = _word_counts(query, fts)
+        kw, kw_params = "(coalesce(m.n, 0) / ?)", [n_words]
+        source += f" LEFT JOIN ({counts}) m ON m.hit = {a}.seq"
+    elif can_keyword:
+        kw, kw_params = _keyword_expr(query, corpus)
+        source += f" {corpus.words_join}"
     inner = (
-        f"SELECT {a}.seq AS seq, {vec} AS vs, {kw_sql} AS kw, {covered} AS covered "
-        f"FROM {corpus.table} {a} {join} {match_join} WHERE {where_sql}"
+        f"SELECT {a}.seq AS seq, {vec} AS vs, {kw} AS kw, {covered} AS covered "
+        f"FROM {source} WHERE {where_sql} LIMIT -1"
     )
-    params = [*vec_params, *kw_params, *covered_params, *match_params, *where_params]
+    params = [*vec_params, *kw_params, *covered_params, *join_params, *where_params]
+    if mode is FetchMode.KEYWORD:
+        score, hit = "kw", "kw > 0"
+    elif mode is FetchMode.VECTOR:
+        score, hit = "vs", "vs >= ?"
+        params.append(VECTOR_THRESHOLD)
+    else:
+        score, hit = "(kw + vs) / 2.0", "kw > 0 OR vs >= ?"
+        params.append(VECTOR_THRESHOLD)
     sql = (
-        f"SELECT seq, (kw + vs) / 2.0 AS score FROM ({inner}) "
-        f"WHERE kw > 0 OR vs >= ? ORDER BY {order}"
+        f"SELECT seq, {score} AS score FROM ({inner}) WHERE {hit} "
+        "ORDER BY covered DESC, score DESC, seq"
     )
-    return sql, [*params, VECTOR_THRESHOLD]
+    return sql, params
 
 
 def ranked_page(

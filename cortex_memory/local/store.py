@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple, cast
+from typing import Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from cortex_memory.contract import Hit, ItemKind, MemoryMeta, StoreItem, dumps
 from cortex_memory.errors import EngineError, InvalidRequestError
@@ -25,19 +25,23 @@ from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth
 
 __all__ = [
     "HIT_COLUMNS",
+    "HIT_FROM",
     "PREVIEW_CHARS",
     "Prepared",
     "chunks",
     "delete_seqs",
-    "exists",
+    "held_ids",
     "hit_of",
     "insert",
     "item_of",
     "prepare",
 ]
 
-#: Columns a hit is built from, in the order :func:`hit_of` reads them.
-HIT_COLUMNS = "c.seq, c.id, c.kind, c.text, c.confidence, c.item_json"
+#: Columns a hit is built from, in the order :func:`hit_of` reads them
+#: (``items c`` joined with ``item_bodies w``; see :data:`HIT_FROM`).
+HIT_COLUMNS = "c.seq, c.id, c.kind, w.text, c.confidence, w.item_json"
+#: The tables :data:`HIT_COLUMNS` read.
+HIT_FROM = "items c JOIN item_bodies w ON w.seq = c.seq"
 #: Characters of text ``list_preview`` keeps.
 PREVIEW_CHARS = 512
 #: Rows per ``IN (...)`` list, well under every SQLite build's variable limit.
@@ -48,13 +52,10 @@ _KINDS = {kind.value: kind for kind in ItemKind}
 _INSERT_ITEM = (
     "INSERT INTO items (tenant, id, kind, namespace, svc, workspace, folder, file_path, "
     "language, repo, vcs_commit, url, thread_id, turns_first, turns_last, agent_id, "
-    "tool_call, source_kind, source_id, observed_us, confidence, text, words, item_json) "
-    "VALUES (" + ", ".join("?" * 24) + ")"
+    f"tool_call, source_kind, source_id, observed_us, confidence, inv_norm, {vector_columns()}) "
+    f"VALUES ({', '.join('?' * (22 + DIMS))})"
 )
-_INSERT_VECTOR = (
-    f"INSERT INTO item_vectors (seq, inv_norm, {vector_columns()}) "
-    f"VALUES ({', '.join('?' * (DIMS + 2))})"
-)
+_INSERT_BODY = "INSERT INTO item_bodies (seq, words, text, item_json) VALUES (?, ?, ?, ?)"
 
 
 def chunks(values: Sequence[object], size: int = CHUNK) -> Iterable[Sequence[object]]:
@@ -73,9 +74,8 @@ class Prepared:
 
     id: str
     item_row: Tuple[object, ...]  # _INSERT_ITEM's values after the tenant
+    body: Tuple[str, str, str]  # words, text, item_json
     tags: Tuple[str, ...]
-    vector: Tuple[object, ...]  # vector_row() without the seq
-    words: str
 
 
 def prepare(item: StoreItem) -> Prepared:
@@ -83,7 +83,7 @@ def prepare(item: StoreItem) -> Prepared:
     meta = item.meta
     text = item.render_text()
     words = words_of(text)
-    padded = padded_words(text)
+    padded = padded_words(words)
     item_id = item.fingerprint()
     row = (
         item_id,
@@ -106,40 +106,41 @@ def prepare(item: StoreItem) -> Prepared:
         meta.source.id,
         None if meta.observed_at is None else micros(meta.observed_at),
         item.item_confidence,
-        text,
-        padded,
-        dumps(item.to_json()),
+        *vector_row(words),
     )
-    return Prepared(item_id, row, meta.tags, vector_row(words), padded)
+    return Prepared(item_id, row, (padded, text, dumps(item.to_json())), meta.tags)
 
 
-def exists(conn: sqlite3.Connection, tenant: str, item_id: str) -> bool:
-    """True when ``tenant`` already holds ``item_id``."""
-    row = conn.execute(
-        "SELECT 1 FROM items WHERE tenant = ? AND id = ?", (tenant, item_id)
-    ).fetchone()
-    return row is not None
+def held_ids(conn: sqlite3.Connection, tenant: str, ids: Sequence[str]) -> Set[str]:
+    """Which of ``ids`` ``tenant`` already holds."""
+    held: Set[str] = set()
+    for chunk in chunks(ids):
+        held.update(
+            str(row[0])
+            for row in conn.execute(
+                f"SELECT id FROM items WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
+                (tenant, *chunk),
+            )
+        )
+    return held
 
 
-def insert(conn: sqlite3.Connection, tenant: str, item: Prepared, *, fts: bool) -> bool:
-    """Write ``item`` for ``tenant`` unless held already; True when written.
+def insert(conn: sqlite3.Connection, tenant: str, item: Prepared, *, fts: bool) -> None:
+    """Write ``item`` for ``tenant`` (the caller checked it is not held).
 
     Runs inside the caller's write transaction, which makes the check and the
     insert one atomic step across threads and processes.
     """
-    if exists(conn, tenant, item.id):
-        return False
     cursor = conn.execute(_INSERT_ITEM, (tenant, *item.item_row))
     seq = cursor.lastrowid
+    conn.execute(_INSERT_BODY, (seq, *item.body))
     if item.tags:
         conn.executemany(
             "INSERT INTO item_tags (seq, pos, tag) VALUES (?, ?, ?)",
             [(seq, pos, tag) for pos, tag in enumerate(item.tags)],
         )
-    conn.execute(_INSERT_VECTOR, (seq, *item.vector))
     if fts:
-        conn.execute("INSERT INTO items_fts (rowid, words) VALUES (?, ?)", (seq, item.words))
-    return True
+        conn.execute("INSERT INTO items_fts (rowid, words) VALUES (?, ?)", (seq, item.body[0]))
 
 
 def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> int:
@@ -153,14 +154,14 @@ def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> 
         marks = _marks(len(chunk))
         if fts:
             rows = conn.execute(
-                f"SELECT seq, words FROM items WHERE seq IN ({marks})", chunk
+                f"SELECT seq, words FROM item_bodies WHERE seq IN ({marks})", chunk
             ).fetchall()
             conn.executemany(
                 "INSERT INTO items_fts (items_fts, rowid, words) VALUES ('delete', ?, ?)",
                 rows,
             )
         conn.execute(f"DELETE FROM item_tags WHERE seq IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM item_vectors WHERE seq IN ({marks})", chunk)
+        conn.execute(f"DELETE FROM item_bodies WHERE seq IN ({marks})", chunk)
         beliefs.drop_sources(conn, chunk)
         removed += conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk).rowcount
     return removed
@@ -229,7 +230,7 @@ def rows_by_seq(
     for chunk in chunks(seqs):
         out.extend(
             conn.execute(
-                f"SELECT {HIT_COLUMNS} FROM items c WHERE c.seq IN ({_marks(len(chunk))})",
+                f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE c.seq IN ({_marks(len(chunk))})",
                 chunk,
             )
         )

@@ -12,7 +12,7 @@ rows go.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Iterable, List, Sequence, Set, Tuple
 
 from cortex_memory.contract import (
     ItemKind,
@@ -21,10 +21,19 @@ from cortex_memory.contract import (
     Reach,
     StoreReceipt,
 )
-from cortex_memory.local.connections import savepoint, write_transaction
+from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.schema import mark_fts_stale
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
-from cortex_memory.local.store import Prepared, chunks, delete_seqs, insert, kind_of, meta_of
+from cortex_memory.local.store import (
+    HIT_FROM,
+    Prepared,
+    chunks,
+    delete_seqs,
+    held_ids,
+    insert,
+    kind_of,
+    meta_of,
+)
 
 __all__ = [
     "SCAN",
@@ -39,31 +48,54 @@ __all__ = [
 SCAN = 500
 
 
+class _ItemFailed(Exception):
+    """Writing item ``index`` of a batch failed with ``cause``."""
+
+    def __init__(self, index: int, cause: Exception) -> None:
+        super().__init__(index)
+        self.index = index
+        self.cause = cause
+
+
+def _write_all(
+    conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared], fts: bool
+) -> List[StoreReceipt]:
+    held = held_ids(conn, tenant, [item.id for item in batch])
+    receipts: List[StoreReceipt] = []
+    for index, item in enumerate(batch):
+        if item.id in held:  # held before, or an earlier copy in this batch
+            receipts.append(StoreReceipt(item.id, True))
+            continue
+        try:
+            insert(conn, tenant, item, fts=fts)
+        except Exception as exc:
+            raise _ItemFailed(index, exc) from exc
+        held.add(item.id)
+        receipts.append(StoreReceipt(item.id, False))
+    if not fts and any(not receipt.replayed for receipt in receipts):
+        mark_fts_stale(conn)
+    return receipts
+
+
 def store_batch(
     conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared], *, fts: bool
 ) -> List[StoreReceipt]:
-    """Store prepared items in order, one commit for the batch, each item all or nothing.
+    """Store prepared items in order in one transaction; receipts in item order.
 
-    Every item gets its own savepoint: when one fails, the items before it
-    are still committed (so sending the batch again gives replays for them),
-    and the failure is raised.
+    When item ``k`` fails, the transaction is rolled back, items ``0..k-1``
+    are written again in a new one (so they stay stored, as if stored one by
+    one, and sending the batch again gives replays for them), and the
+    failure is raised. Each item is thus all or nothing, with no per-item
+    savepoint on the common path.
     """
-    receipts: List[StoreReceipt] = []
-    failure: Optional[BaseException] = None
-    with write_transaction(conn):
-        for item in batch:
-            try:
-                with savepoint(conn, "cm_item"):
-                    created = insert(conn, tenant, item, fts=fts)
-            except Exception as exc:  # committed up to here, then raised below
-                failure = exc
-                break
-            receipts.append(StoreReceipt(item.id, not created))
-        if not fts and any(not r.replayed for r in receipts):
-            mark_fts_stale(conn)
-    if failure is not None:
-        raise failure
-    return receipts
+    try:
+        with write_transaction(conn):
+            return _write_all(conn, tenant, batch, fts)
+    except _ItemFailed as failed:
+        if failed.index > 0:
+            with write_transaction(conn):
+                _write_all(conn, tenant, batch[: failed.index], fts)
+        raise failed.cause from None
 
 
 def _finish_delete(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) -> int:
@@ -106,7 +138,7 @@ def _matching_slices(
     after = 0
     while True:
         rows = conn.execute(
-            f"SELECT c.seq, c.id, c.kind, c.item_json FROM items c WHERE {where} "
+            f"SELECT c.seq, c.id, c.kind, w.item_json FROM {HIT_FROM} WHERE {where} "
             "AND c.seq > ? ORDER BY c.seq LIMIT ?",
             (*params, after, SCAN),
         ).fetchall()
@@ -142,7 +174,7 @@ def forget_within(
     with write_transaction(conn):
         for chunk in chunks(ids):
             rows = conn.execute(
-                f"SELECT c.seq, c.id, c.item_json FROM items c WHERE c.tenant = ? "
+                f"SELECT c.seq, c.id, w.item_json FROM {HIT_FROM} WHERE c.tenant = ? "
                 f"AND c.id IN ({_marks(len(chunk))}) AND {reach_sql}",
                 (tenant, *chunk, *reach_params),
             ).fetchall()

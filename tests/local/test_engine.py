@@ -1,0 +1,205 @@
+"""The engine itself: descriptor, construction, health, closing, failures, schema, FTS5 state."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+import sys
+
+import pytest
+
+from cortex_memory.contract import (
+    Consolidation,
+    FetchMode,
+    FetchRequest,
+    ForgetTarget,
+    HealthState,
+    ListRequest,
+    MetaFilter,
+    RecallRequest,
+    StoreItem,
+)
+from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
+from cortex_memory.local import LOCAL_ENGINE_ID, LocalEngine, local_descriptor
+from cortex_memory.local.schema import SCHEMA_VERSION
+
+from .conftest import EngineFactory
+
+
+def test_descriptor() -> None:
+    descriptor = local_descriptor()
+    assert descriptor.to_json() == {
+        "id": "local",
+        "label": "Local (SQLite)",
+        "description": descriptor.description,
+        "hosted": False,
+        "needs_endpoint": False,
+        "needs_key": False,
+        "default_endpoint": None,
+        "fetch_modes": ["keyword", "vector", "hybrid"],
+        "consolidation": "on_demand",
+    }
+    assert descriptor.description.strip()
+    assert LOCAL_ENGINE_ID == "local"
+    assert descriptor.consolidation is Consolidation.ON_DEMAND
+    with LocalEngine(":memory:") as engine:
+        assert engine.descriptor() == descriptor
+
+
+def test_construction_checks_types_and_touches_nothing(tmp_path: os.PathLike[str]) -> None:
+    path = os.path.join(os.fspath(tmp_path), "sub", "m.sqlite3")
+    engine = LocalEngine(path)
+    assert not os.path.exists(os.path.dirname(path))  # nothing happens until first use
+    engine.close()
+    with pytest.raises(TypeError):
+        LocalEngine(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        LocalEngine(":memory:", tenant=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        LocalEngine(":memory:", timeout="soon")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        LocalEngine(":memory:", pool_size=0)
+    with pytest.raises(InvalidRequestError):
+        LocalEngine(":memory:", tenant="  ")
+    with pytest.raises(InvalidRequestError):
+        LocalEngine("")
+    assert "tenant" not in repr(LocalEngine(":memory:", tenant="alice@example.com"))
+
+
+@pytest.mark.skipif(sys.platform.startswith("win"), reason="POSIX permissions")
+def test_new_files_and_folders_are_private(make_engine: EngineFactory, tmp_path: object) -> None:
+    path = os.path.join(os.fspath(tmp_path), "deep", "er", "m.sqlite3")  # type: ignore[call-overload]
+    engine = make_engine(path)
+    assert engine.health().is_serving()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    engine.store(StoreItem.document("x"))
+    wal = path + "-wal"
+    assert os.path.exists(wal)
+    assert stat.S_IMODE(os.stat(wal).st_mode) == 0o600
+
+
+def test_memory_engines_are_separate(make_engine: EngineFactory) -> None:
+    one, two = make_engine(":memory:"), make_engine(":memory:")
+    one.store(StoreItem.document("only in one"))
+    assert two.list(ListRequest(MetaFilter(), 5)).items == ()
+
+
+def test_health_is_down_when_the_file_cannot_be_used(
+    make_engine: EngineFactory, tmp_path: object, db_path: str
+) -> None:
+    folder = os.fspath(tmp_path)  # type: ignore[call-overload]
+    as_folder = make_engine(folder)  # a directory is no database
+    health = as_folder.health()
+    assert health.state is HealthState.DOWN
+    assert health.reason
+    with pytest.raises(EngineError) as caught:
+        as_folder.store(StoreItem.document("x"))
+    assert isinstance(caught.value.__cause__, sqlite3.Error)
+
+    with open(db_path, "wb") as garbage:
+        garbage.write(b"this is not a database at all" * 200)
+    corrupt = make_engine(db_path)
+    assert corrupt.health().state is HealthState.DOWN
+    with pytest.raises(EngineError, match="local database failure"):
+        corrupt.list(ListRequest(MetaFilter(), 5))
+
+    under_a_file = make_engine(os.path.join(db_path, "inside.sqlite3"))
+    assert under_a_file.health().state is HealthState.DOWN
+    with pytest.raises(EngineError):
+        under_a_file.store(StoreItem.document("x"))
+
+
+def test_a_newer_schema_is_refused(make_engine: EngineFactory, db_path: str) -> None:
+    make_engine().store(StoreItem.document("x"))
+    conn = sqlite3.connect(db_path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    newer = make_engine()
+    health = newer.health()
+    assert health.state is HealthState.DOWN
+    assert "schema version" in (health.reason or "")
+    with pytest.raises(EngineError, match="schema version"):
+        newer.list(ListRequest(MetaFilter(), 5))
+
+
+def test_closing(make_engine: EngineFactory) -> None:
+    engine = make_engine()
+    with engine as same:
+        assert same is engine
+        same.store(StoreItem.document("kept"))
+    assert engine.health().state is HealthState.DOWN
+    with pytest.raises(EngineError, match="closed"):
+        engine.list(ListRequest(MetaFilter(), 5))
+    engine.close()  # twice is fine
+    reopened = make_engine()
+    assert len(reopened.list(ListRequest(MetaFilter(), 5)).items) == 1
+
+
+def test_a_held_write_lock_is_unavailable_after_the_timeout(
+    make_engine: EngineFactory, db_path: str
+) -> None:
+    engine = make_engine(timeout=0.05)
+    engine.store(StoreItem.document("before"))
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        with pytest.raises(UnavailableError) as caught:
+            engine.store(StoreItem.document("blocked"))
+        assert caught.value.is_transient
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+        # Readers are not blocked by a writer in WAL mode.
+        assert len(engine.list(ListRequest(MetaFilter(), 5)).items) == 1
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert not engine.store(StoreItem.document("blocked")).replayed
+
+
+def test_keyword_index_catches_up_with_writes_made_without_it(
+    make_engine: EngineFactory,
+) -> None:
+    fts = make_engine()
+    fts.store(StoreItem.document("alpha first"))
+    assert fts.uses_fts
+    plain = make_engine(use_fts=False)
+    plain.store(StoreItem.document("alpha second"))
+    assert not plain.uses_fts
+    doomed = fts.store(StoreItem.document("alpha doomed")).id
+    plain.forget(ForgetTarget.ids([doomed]))
+    # The long-lived FTS engine notices the stale index and rebuilds it.
+    texts = {h.text for h in fts.fetch(FetchRequest("alpha", FetchMode.KEYWORD, 10)).hits}
+    assert texts == {"alpha first", "alpha second"}
+    fresh = make_engine()
+    texts = {h.text for h in fresh.fetch(FetchRequest("alpha", FetchMode.KEYWORD, 10)).hits}
+    assert texts == {"alpha first", "alpha second"}
+
+
+def test_fallback_file_gains_an_index_later(make_engine: EngineFactory, db_path: str) -> None:
+    plain = make_engine(use_fts=False)
+    plain.store(StoreItem.document("beta only"))
+    conn = sqlite3.connect(db_path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert "items_fts" not in tables
+    fts = make_engine()
+    assert [h.text for h in fts.fetch(FetchRequest("beta", FetchMode.KEYWORD, 5)).hits] == [
+        "beta only"
+    ]
+    assert fts.uses_fts
+
+
+def test_logs_never_carry_content(
+    make_engine: EngineFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="cortex_memory")
+    secret = "canarycontent7781"
+    engine = make_engine(use_fts=False)
+    engine.store(StoreItem.document(f"{secret} in a note"))
+    fts = make_engine()
+    fts.fetch(FetchRequest(secret, FetchMode.HYBRID, 5))
+    fts.recall(RecallRequest(secret, 5))
+    assert caplog.records  # something was logged (set-up, index rebuild)
+    assert all(secret not in record.getMessage() for record in caplog.records)
