@@ -149,8 +149,11 @@ def test_an_item_in_two_scopes_is_listed_once(on_wire: Any, h: Any) -> None:
 
 def test_a_chunk_piece_is_shown_as_the_piece_with_its_location(on_wire: Any, h: Any) -> None:
     engine, double = on_wire
-    body = "needle first page " + "a " * 100_000 + "\f" + "second page " + "b " * 100_000
-    item = Document(TextBody(body), "Guide", None, MemoryMeta())
+    body = (
+        "# Intro\nneedle first page " + "a " * 100_000 + "\f"
+        + "# Later\nsecond page " + "b " * 100_000
+    )
+    item = Document(TextBody(body), "Guide", None, MemoryMeta(tags=("t",)))
     pieces = envelopes(item)
     assert len(pieces) >= 2
     h.seed(double, item)
@@ -159,9 +162,13 @@ def test_a_chunk_piece_is_shown_as_the_piece_with_its_location(on_wire: Any, h: 
     first = pieces[0]
     assert found.id == item.fingerprint()
     assert found.text == "# Guide\n\n" + first.text
-    assert first.chunk is not None
-    assert set(first.chunk.location()) <= set(found.meta.tags)
-    assert "page:1" in found.meta.tags
+    assert first.text.startswith("# Intro\nneedle")
+    assert not first.text.endswith("b ")  # the piece, not the whole document
+    assert found.meta.tags == ("t", "page:1", "section:Intro")
+    later = fetch(engine, "second", 5)
+    (second,) = later.hits
+    assert second.meta.tags[-1] == "section:Later"
+    assert second.meta.tags[1].startswith("page:2")
 
 
 def test_conversations_are_whole_hits(on_wire: Any, h: Any) -> None:
@@ -274,14 +281,14 @@ def test_max_scopes_picks_named_scopes_and_the_cursor_keeps_them(on_wire: Any, h
     assert set(h.recalls_by_scope(double)) == {beta}
     assert [hit.meta.namespace for hit in page.hits] == [Namespace.parse("agent:beta")]
     # Every scope without a fresh recency entry was probed for its newest events.
-    probes = [line for line in state.requests() if "limit=20" in line]
+    probes = [line for line in state.requests() if line.endswith("&limit=20")]
     assert len(probes) == 6
     assert page.next_cursor is not None
     assert FetchCursor.decode(page.next_cursor).scopes == (beta,)
     state.clear_seen()
     second = fetch(engine, "beta notes", 1, max_scopes=1, cursor=page.next_cursor)
     assert set(h.recalls_by_scope(double)) == {beta}
-    assert not any("limit=20" in line for line in state.requests())
+    assert not any(line.endswith("&limit=20") for line in state.requests())
     assert [hit.meta.namespace for hit in second.hits] == [Namespace.parse("agent:beta")]
     assert second.next_cursor is None
 
@@ -290,7 +297,7 @@ def test_max_scopes_above_the_scope_count_changes_nothing(on_wire: Any, h: Any) 
     engine, double = on_wire
     h.seed(double, doc("alpha 1"), doc("alpha 2"))
     page = fetch(engine, "alpha", 1, max_scopes=3)
-    assert not any("limit=20" in line for line in double.state.requests())
+    assert not any(line.endswith("&limit=20") for line in double.state.requests())
     assert page.next_cursor is not None
     assert FetchCursor.decode(page.next_cursor) == FetchCursor(1, ())
 

@@ -299,3 +299,43 @@ def test_an_invalid_recall_sends_nothing(on_wire: Any) -> None:
         with pytest.raises(InvalidRequestError):
             engine.recall(bad)
     assert double.state.requests() == []
+
+
+def test_packs_fan_out_four_at_a_time_and_deepest_first(h: Any) -> None:
+    import threading
+    import time
+
+    lock = threading.Lock()
+    live = {"now": 0, "peak": 0}
+    started: List[str] = []
+    paths = [f"app:tinymemory/agent:a{i}/app:learnings" for i in range(7)]
+    paths.append("app:tinymemory/agent:a0/agent:deep/app:learnings")
+
+    def handler(request: Any) -> Any:
+        if request.path == "/v1/scopes/list":
+            return 200, {}, {"items": [{"path": p} for p in paths]}
+        if request.path == "/v1/recall":
+            with lock:
+                started.append(request.json()["scope"])
+                live["now"] += 1
+                live["peak"] = max(live["peak"], live["now"])
+            time.sleep(0.05)
+            with lock:
+                live["now"] -= 1
+            return 200, {}, {"pack_id": "p", "layers": {"events": []}}
+        if request.path == "/v1/answer":
+            answered.append(request.json()["scope"])
+            return 200, {}, {"answer": "fine"}
+        return 404, {}, b""
+
+    answered: List[str] = []
+    with LoopbackServer(handler) as server:
+        engine = h.engine_for(server.url)
+        answer = recall(engine, "alpha")
+        engine.close()
+    assert answer.answer == "fine"
+    assert len(started) == 8
+    assert 1 < live["peak"] <= 4
+    # The deepest scope is packed in the first wave and wins the all-empty tie.
+    assert paths[-1] in started[:4]
+    assert answered == [paths[-1]]
