@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -12,7 +13,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
+from cortex_memory.contract import ListRequest, MetaFilter
 from cortex_memory.contract.conformance import ReferenceEngine
+from cortex_memory.local import LocalEngine
 from cortex_memory.tools.mcp import (
     Ledger,
     McpServer,
@@ -21,7 +24,13 @@ from cortex_memory.tools.mcp import (
     save_input_schema,
     write_output_schema,
 )
-from cortex_memory.tools.mcp.cli import build_parser, ledger_path_for
+from cortex_memory.tools.mcp.cli import (
+    add_server_arguments,
+    build_parser,
+    default_ledger_path,
+    ledger_path_for,
+    serve_stdio,
+)
 from cortex_memory.tools.mcp.server import MAX_LINE_BYTES
 
 
@@ -246,3 +255,31 @@ def test_the_program_defaults_to_the_per_user_database(tmp_path: Path) -> None:
     database = home / "memory.sqlite3"
     assert f"using the local engine at {database}".encode() in proc.stderr
     assert (home / "memory.sqlite3.mcp-ledger.sqlite3").is_file()
+
+
+def test_serve_stdio_for_a_host_command_line(tmp_path: Path) -> None:
+    # A host CLI with its own engine options adds only the server's, without clashes.
+    host = argparse.ArgumentParser()
+    host.add_argument("--engine")
+    host.add_argument("--path")
+    host.add_argument("--namespace")
+    add_server_arguments(host)
+    args = host.parse_args(["--path", "x", "--session", "s1", "--ledger", "l.sqlite3"])
+    assert (args.session, args.ledger, args.log_level) == (["s1"], "l.sqlite3", "WARNING")
+    database = str(tmp_path / "memory.sqlite3")
+    assert default_ledger_path(database) == database + ".mcp-ledger.sqlite3"
+
+    call = _request("tools/call", {"name": "cortex_save", "arguments": {
+        "title": "t", "content": "Served in process.", "session_id": "s1"}})
+    out = io.BytesIO()
+    with LocalEngine(database) as engine:
+        status = serve_stdio(engine, ledger_path=default_ledger_path(database), sessions=["s1"],
+                             namespace="project:demo",
+                             stdin=io.BytesIO(json.dumps(call).encode() + b"\n"), stdout=out)
+        assert status == 0
+        # The engine stays open for its owner, and holds the observation.
+        page = engine.list(ListRequest(MetaFilter(), 10))
+        assert [hit.text for hit in page.items] == ["Served in process."]
+    reply = json.loads(out.getvalue())
+    assert reply["result"]["structuredContent"] == {"observation_ref": {"local_id": 1},
+                                                    "status": "created"}

@@ -1,8 +1,11 @@
 """Running the MCP server as a program: arguments, engine, ledger, stdio.
 
 ``python -m cortex_memory.tools.mcp --engine local --path DB [--session ID]``
-serves stdin/stdout until end of input. The top-level ``cortex-memory mcp``
-command reuses :func:`add_arguments` and :func:`run` (or :func:`main`).
+serves stdin/stdout until end of input (:func:`main`). A host command line
+that selects engines by its own rules (config file, environment) adds only
+the server's options with :func:`add_server_arguments` and calls
+:func:`serve_stdio` with the engine it built; :func:`default_ledger_path`
+gives the ledger's default place.
 
 While serving, ``sys.stdout`` is pointed at stderr so that nothing but the
 protocol (written to the real stdout's buffer) can reach the client, even a
@@ -17,7 +20,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import IO, List, Optional, Sequence
 
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.errors import Error
@@ -25,7 +28,17 @@ from cortex_memory.tools.mcp.ledger import Ledger
 from cortex_memory.tools.mcp.server import McpServer
 from cortex_memory.tools.mcp.writes import MemoryWriter
 
-__all__ = ["ENGINES", "add_arguments", "build_parser", "ledger_path_for", "main", "run"]
+__all__ = [
+    "ENGINES",
+    "add_arguments",
+    "add_server_arguments",
+    "build_parser",
+    "default_ledger_path",
+    "ledger_path_for",
+    "main",
+    "run",
+    "serve_stdio",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -36,15 +49,8 @@ _LEDGER_SUFFIX = ".mcp-ledger.sqlite3"
 _KEY_ENV = {"cortexdb": "CORTEX_MEMORY_API_KEY", "tinyhumans": "CORTEX_MEMORY_TINYHUMANS_TOKEN"}
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the server's options to ``parser`` (for ``cortex-memory mcp``)."""
-    parser.add_argument(
-        "--engine", choices=ENGINES, default="local", help="the engine to store into (local)"
-    )
-    parser.add_argument(
-        "--path", help="local engine database (default: the per-user data path; :memory: ok)"
-    )
-    parser.add_argument("--endpoint", help="CortexDB endpoint (cortexdb and tinyhumans engines)")
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the server's own options: ``--ledger``, ``--session``, ``--log-level``."""
     parser.add_argument(
         "--ledger",
         help="write ledger file (default: next to the local database, or in the data folder)",
@@ -56,13 +62,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="start a session observations may name (repeatable)",
     )
-    parser.add_argument("--namespace", help="namespace observations are stored at (root)")
     parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
         help="stderr log level (WARNING)",
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every option of ``python -m cortex_memory.tools.mcp``: engine and server."""
+    parser.add_argument(
+        "--engine", choices=ENGINES, default="local", help="the engine to store into (local)"
+    )
+    parser.add_argument(
+        "--path", help="local engine database (default: the per-user data path; :memory: ok)"
+    )
+    parser.add_argument("--endpoint", help="CortexDB endpoint (cortexdb and tinyhumans engines)")
+    parser.add_argument("--namespace", help="namespace observations are stored at (root)")
+    add_server_arguments(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,9 +128,8 @@ def _open_engine(args: argparse.Namespace, local_path: Optional[str]) -> MemoryE
     return build_engine(args.engine, settings, EngineCredential.static(key))
 
 
-def _ledger_path(args: argparse.Namespace, local_path: Optional[str]) -> str:
-    if args.ledger:
-        return str(args.ledger)
+def default_ledger_path(local_path: Optional[str]) -> str:
+    """Where the ledger lives by default: next to a local database, else in the data folder."""
     if local_path is not None:
         return ledger_path_for(local_path)
     from cortex_memory.paths import ensure_data_dir
@@ -124,38 +141,60 @@ class _UsageError(Exception):
     """A setup problem to report on stderr (exit status 2)."""
 
 
+def serve_stdio(
+    engine: MemoryEngine,
+    *,
+    ledger_path: str,
+    sessions: Sequence[str] = (),
+    namespace: Optional[str] = None,
+    stdin: Optional[IO[bytes]] = None,
+    stdout: Optional[IO[bytes]] = None,
+) -> int:
+    """Serve MCP over ``engine`` until end of input; return the exit status (0).
+
+    Opens (and closes) the ledger at ``ledger_path``, starts ``sessions``, and
+    reads and writes the process's binary stdin/stdout unless streams are
+    given. While serving, ``sys.stdout`` points at stderr, so only protocol
+    reaches the client. The engine stays open: it belongs to the caller.
+    """
+    protocol_in = sys.stdin.buffer if stdin is None else stdin
+    protocol_out = sys.stdout.buffer if stdout is None else stdout
+    ledger = Ledger(ledger_path)
+    try:
+        for session in sessions:
+            ledger.start_session(session)
+        writer = MemoryWriter(engine, ledger, namespace=namespace)
+        from cortex_memory import __version__
+
+        server = McpServer(writer, version=__version__)
+        logger.info("serving MCP on stdio with engine `%s`", engine.descriptor().id)
+        with contextlib.redirect_stdout(sys.stderr):
+            server.serve(protocol_in, protocol_out)
+        return 0
+    finally:
+        ledger.close()
+
+
 def run(args: argparse.Namespace) -> int:
-    """Serve stdin/stdout with the options in ``args``; return the exit status."""
+    """Serve stdin/stdout with the options :func:`add_arguments` defined; return the status."""
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, args.log_level, logging.WARNING))
-    protocol_out = sys.stdout.buffer
-    protocol_in = sys.stdin.buffer
     try:
         local_path = _local_path(args) if args.engine == "local" else None
         engine = _open_engine(args, local_path)
     except (Error, _UsageError, ImportError) as exc:
         sys.stderr.write(f"cortex-memory mcp: {exc}\n")
         return 2
-    ledger: Optional[Ledger] = None
     try:
-        ledger = Ledger(_ledger_path(args, local_path))
-        for session in args.session:
-            ledger.start_session(session)
-        writer = MemoryWriter(engine, ledger, namespace=args.namespace)
-        from cortex_memory import __version__
-
-        server = McpServer(writer, version=__version__)
-        logger.info("serving MCP on stdio with the %s engine", args.engine)
-        with contextlib.redirect_stdout(sys.stderr):
-            server.serve(protocol_in, protocol_out)
-        return 0
-    except (Error, _UsageError) as exc:
+        ledger_path = args.ledger or default_ledger_path(local_path)
+        return serve_stdio(
+            engine, ledger_path=ledger_path, sessions=args.session, namespace=args.namespace
+        )
+    except Error as exc:
         sys.stderr.write(f"cortex-memory mcp: {exc}\n")
         return 2
     except KeyboardInterrupt:
         return 130
     finally:
-        if ledger is not None:
-            ledger.close()
         engine.close()
 
 
