@@ -17,7 +17,7 @@ the most recent) and the cursor carries them, so later pages read the same set.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from cortex_memory.contract.items import ItemId, ItemKind
 from cortex_memory.contract.namespace import Namespace, admitted_by
@@ -139,27 +139,29 @@ def _item_id(env: Envelope) -> str:
     return env.id
 
 
+def _needs_assembly(env: Envelope) -> bool:
+    """A conversation of more than one turn: one event does not hold it whole."""
+    return env.kind is ItemKind.CONVERSATION and not _one_turn(env)
+
+
 def _hits(
     ctx: EngineContext, page: List[Envelope], offset: int, deadline: Deadline
 ) -> List[Hit]:
-    """The page's hits in rank order, scored by global rank; unassembled conversations dropped."""
-    slots: List[Any] = []
-    wanted: List[Tuple[ItemId, Namespace]] = []
+    """The page's hits in rank order, scored by global rank; unassembled conversations dropped.
+
+    A learning, a whole document or a one-turn conversation is its own event's hit; a
+    document piece shows as the piece (with its location tags).
+    """
+    longer: List[Tuple[ItemId, Namespace]] = [
+        (env.id, env.meta.namespace) for env in page if _needs_assembly(env)
+    ]
+    whole = assembled(ctx, ItemKind.CONVERSATION, longer, deadline) if longer else {}
+    out: List[Hit] = []
     for position, env in enumerate(page):
         score = rank_score(offset + position)
-        if env.kind is ItemKind.CONVERSATION and not _one_turn(env):
-            slots.append((env, score))
-            wanted.append((env.id, env.meta.namespace))
-        else:
-            # A one-turn conversation is whole as it stands; a piece shows as the piece.
-            slots.append(event_hit(env, score))
-    whole = assembled(ctx, ItemKind.CONVERSATION, wanted, deadline) if wanted else {}
-    out: List[Hit] = []
-    for slot in slots:
-        if isinstance(slot, Hit):
-            out.append(slot)
+        if not _needs_assembly(env):
+            out.append(event_hit(env, score))
             continue
-        env, score = slot
         item = whole.get(env.id)
         if item is None:
             logger.debug("fetch left out conversation %s: it could not be assembled", env.id)

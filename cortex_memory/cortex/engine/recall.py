@@ -11,7 +11,7 @@ citations are the packs' events interleaved rank by rank.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from cortex_memory.contract.namespace import Namespace, Reach
 from cortex_memory.contract.requests import RecallRequest
@@ -142,15 +142,13 @@ def recall(ctx: EngineContext, req: RecallRequest, deadline: Deadline) -> Recall
     raise AssertionError("unreachable: the last round returns or raises")  # pragma: no cover
 
 
-class _Pack:
-    """One scope's pack in a round."""
+class _Pack(NamedTuple):
+    """One scope's pack in a round: the scope, the server's ``pack_id`` (unchecked) and
+    what it ranked."""
 
-    __slots__ = ("pack_id", "ranked", "scope")
-
-    def __init__(self, scope: KindScope, pack_id: object, found: Ranked) -> None:
-        self.scope = scope
-        self.pack_id = pack_id
-        self.ranked = found
+    scope: KindScope
+    pack_id: object
+    ranked: Ranked
 
 
 def _answer(
