@@ -15,6 +15,7 @@ from cortex_memory.contract import (
     MetaFilter,
     Namespace,
     Reach,
+    WaitFor,
 )
 from cortex_memory.cortex import CortexCredential, CortexEngine, Timing
 from cortex_memory.errors import (
@@ -147,3 +148,36 @@ def test_health_of_an_unreachable_endpoint_is_degraded() -> None:
     engine.close()
     assert health.state is HealthState.DEGRADED
     assert key not in (health.reason or "")
+
+
+@pytest.mark.parametrize("code", ["INVALID_TOKEN_SIGNATURE", "EXPIRED_TOKEN", "REVOKED_TOKEN"])
+def test_each_rejection_code_is_unauthorized(make_double, code: str) -> None:
+    double = make_double("direct", accept_token="another", token_rejection_code=code)
+    engine = double.engine()
+    with pytest.raises(UnauthorizedError, match="check the API key") as info:
+        engine.list(LEARNINGS)
+    assert info.value.code == code
+    assert TEST_TOKEN not in str(info.value)
+
+
+def test_hosted_rejected_token_is_unauthorized_with_its_code(make_double) -> None:
+    double = make_double("hosted", accept_token="another")
+    engine = double.engine()
+    with pytest.raises(UnauthorizedError, match="re-authenticate") as info:
+        engine.list(LEARNINGS)
+    assert info.value.code == "UNAUTHORIZED"
+    assert error_code(info.value) == "UNAUTHORIZED"
+    assert len(double.state.requests()) == 1
+
+
+def test_assembly_lookups_run_a_few_at_a_time(wire, make_double, kit) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    chats = [
+        kit.conversation(2, f"chat {n}", namespace=Namespace.parse(f"agent:c{n}")) for n in range(6)
+    ]
+    engine.store_many(chats, wait=WaitFor.ACCEPTED)
+    double.state.listing_delay_ms = 40
+    page = engine.list(ListRequest(MetaFilter(reach=Reach.subtree(Namespace.root())), 10))
+    assert len(page.items) == 6
+    assert 1 < double.state.counters["listings_peak"] <= 4
