@@ -35,33 +35,15 @@ from cortex_memory.contract.requests import (
 from cortex_memory.contract.responses import ExportPage, FetchPage, Hit, ListPage, RecallAnswer
 from cortex_memory.cortex.credential import BearerSource, CortexCredential
 from cortex_memory.cortex.descriptors import descriptor_for, direct_consolidation
-from cortex_memory.cortex.engine import (
-    beliefs as _beliefs,
-)
-from cortex_memory.cortex.engine import (
-    consolidate as _consolidate,
-)
-from cortex_memory.cortex.engine import (
-    explore as _explore,
-)
-from cortex_memory.cortex.engine import (
-    fetch as _fetch,
-)
-from cortex_memory.cortex.engine import (
-    forget as _forget,
-)
-from cortex_memory.cortex.engine import (
-    health as _health,
-)
-from cortex_memory.cortex.engine import (
-    listing as _listing,
-)
-from cortex_memory.cortex.engine import (
-    recall as _recall,
-)
-from cortex_memory.cortex.engine import (
-    store as _store,
-)
+from cortex_memory.cortex.engine import beliefs as _beliefs
+from cortex_memory.cortex.engine import consolidate as _consolidate
+from cortex_memory.cortex.engine import explore as _explore
+from cortex_memory.cortex.engine import fetch as _fetch
+from cortex_memory.cortex.engine import forget as _forget
+from cortex_memory.cortex.engine import health as _health
+from cortex_memory.cortex.engine import listing as _listing
+from cortex_memory.cortex.engine import recall as _recall
+from cortex_memory.cortex.engine import store as _store
 from cortex_memory.cortex.engine.context import EngineContext
 from cortex_memory.cortex.engine.recency import RecencyMap
 from cortex_memory.cortex.log.read import Log

@@ -42,13 +42,13 @@ def _forget_ids(ctx: EngineContext, target: ForgetIds, deadline: Deadline) -> Fo
     forgotten: Set[ItemId] = set()
     for scope in every_scope(ctx, deadline):
         found = item_event_ids(ctx, scope, wanted, deadline)
-        ids: List[str] = []
+        ids: Dict[str, None] = {}  # insertion-ordered set of event ids
         for item_id, pairs in found.items():
             forgotten.add(item_id)
             for eid, _ in pairs:
-                if eid is not None and eid not in ids:
-                    ids.append(eid)
-        forget_events(ctx.log, scope.path, ids, deadline)
+                if eid is not None:
+                    ids.setdefault(eid, None)
+        forget_events(ctx.log, scope.path, list(ids), deadline)
     return ForgetReport(len(forgotten))
 
 
@@ -58,15 +58,13 @@ def _forget_filter(ctx: EngineContext, target: ForgetFilter, deadline: Deadline)
     forgotten: Set[ItemId] = set()
     for scope in scopes_for(ctx, flt, deadline):
         keeper = Keeper(flt, scope.kind)
-        by_item: Dict[ItemId, List[str]] = {}
+        by_item: Dict[ItemId, Dict[str, None]] = {}
         for event in ctx.log.walk(scope.path, labels or None, deadline):
             env = decode_event(event)
             eid = event_id(event)
             if env is None or eid is None or not keeper.keeps(env):
                 continue
-            events = by_item.setdefault(env.id, [])
-            if eid not in events:
-                events.append(eid)
+            by_item.setdefault(env.id, {}).setdefault(eid, None)
         ids = [eid for events in by_item.values() for eid in events]
         forgotten.update(by_item)
         forget_events(ctx.log, scope.path, ids, deadline)
