@@ -150,8 +150,11 @@ def test_an_item_in_two_scopes_is_listed_once(on_wire: Any, h: Any) -> None:
 def test_a_chunk_piece_is_shown_as_the_piece_with_its_location(on_wire: Any, h: Any) -> None:
     engine, double = on_wire
     body = (
-        "# Intro\nneedle first page " + "a " * 100_000 + "\f"
-        + "# Later\nsecond page " + "b " * 100_000
+        "# Intro\nneedle first page "
+        + "a " * 100_000
+        + "\f"
+        + "# Later\nsecond page "
+        + "b " * 100_000
     )
     item = Document(TextBody(body), "Guide", None, MemoryMeta(tags=("t",)))
     pieces = envelopes(item)
