@@ -28,6 +28,7 @@ from typing import (
     Union,
 )
 
+from cortex_memory.testing._engines import TEST_TOKEN, TEST_VISIBILITY
 from cortex_memory.testing._gate import gate, render
 from cortex_memory.testing._reply import NO_BODY, Refusal, Reply, Request
 from cortex_memory.testing._routing import Route, RouteTable, body_refusal
@@ -35,6 +36,7 @@ from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing._transport import reset_connection, write_response
 
 if TYPE_CHECKING:  # pragma: no cover - the engine is imported only when asked for
+    from cortex_memory.cortex.credential import BearerSource
     from cortex_memory.cortex.engine.core import CortexEngine
 
 if TYPE_CHECKING:
@@ -277,15 +279,23 @@ class BaseDouble:
         server.abort_connections()
         server.join_workers(deadline)
 
-    def engine(self, **options: Any) -> CortexEngine:
+    def engine(
+        self,
+        *,
+        visibility: float = TEST_VISIBILITY,
+        token: str = TEST_TOKEN,
+        source: Optional[BearerSource] = None,
+        **options: Any,
+    ) -> CortexEngine:
         """An engine wired to this double with test timings (doubles.md §2.2).
 
-        Keywords: ``visibility`` (default ``TEST_VISIBILITY``), ``token``, ``source``
-        (hosted), and any ``Timing`` field. The engine is closed with the double.
+        5 ms polls and read backoff; ``visibility`` seconds of visibility, settle and
+        recovery budget; ``token`` (or, hosted, ``source``) as the bearer; ``options``
+        set any other ``Timing`` field. The engine is closed with the double.
         """
         from cortex_memory.testing._engines import engine_for
 
-        return engine_for(self, **options)
+        return engine_for(self, visibility=visibility, token=token, source=source, **options)
 
     def __enter__(self) -> BaseDouble:
         return self.start()

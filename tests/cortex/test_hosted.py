@@ -336,3 +336,11 @@ def test_hosted_failures_keep_their_code(make_double) -> None:
     assert error_code(info.value) == "VALIDATION_ERROR"
     assert info.value.code == "VALIDATION_ERROR"
     assert json.dumps(info.value.message)
+
+
+def test_a_conversation_is_three_posts_and_two_listings(hosted) -> None:
+    engine = hosted.engine()
+    engine.store(sample_items()[1])
+    assert hosted.state.count("POST /memory/experience") == 3
+    assert hosted.state.count("GET /memory/events") == 2
+    assert hosted.state.count("POST /v1/") == 0
