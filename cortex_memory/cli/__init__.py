@@ -40,6 +40,7 @@ from cortex_memory.cli._commands import COMMANDS as _EVERYDAY
 from cortex_memory.cli._console import PROG, Console
 from cortex_memory.cli._context import Command, Context
 from cortex_memory.cli._demo import DEMO
+from cortex_memory.cli._mcp import MCP
 from cortex_memory.cli._options import Parser, ParserExit, add_global_options
 from cortex_memory.cli._select import UsageError
 from cortex_memory.errors import (
@@ -57,7 +58,7 @@ from cortex_memory.errors import (
 __all__ = ["COMMANDS", "Command", "Context", "EXIT_CODES", "exit_code", "main"]
 
 #: Every subcommand, in help order. The lead wires ``mcp`` here.
-COMMANDS: Tuple[Command, ...] = (DEMO, *_EVERYDAY)
+COMMANDS: Tuple[Command, ...] = (DEMO, *_EVERYDAY, MCP)
 
 #: Exit status per error class (the first matching class wins).
 EXIT_CODES: Tuple[Tuple[Type[Error], int], ...] = (

@@ -8,6 +8,7 @@ from typing import Callable, Mapping, Optional
 
 from cortex_memory.cli._console import Console
 from cortex_memory.cli._select import select_engine
+from cortex_memory.config import EngineSettings
 from cortex_memory.contract.engine import MemoryEngine
 
 __all__ = ["Command", "Context"]
@@ -28,6 +29,7 @@ class Context:
         self.env = env
         self.console = console
         self.engine_id: Optional[str] = None
+        self.settings: Optional[EngineSettings] = None
 
     def open_engine(self) -> MemoryEngine:
         """Select and build the engine for this command; the caller closes it."""
@@ -43,6 +45,7 @@ class Context:
         if selection.note is not None:
             self.console.note(selection.note)
         self.engine_id = selection.engine_id
+        self.settings = selection.settings
         return selection.build()
 
 

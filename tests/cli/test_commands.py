@@ -452,11 +452,11 @@ def test_a_new_command_is_one_table_entry(cli: Runner, monkeypatch: pytest.Monke
         ctx.console.out("served")
         return 0
 
-    extra = Command("mcp", "serve the memory tools over MCP", configure, run_it)
+    extra = Command("extra", "an extra command for this test", configure, run_it)
     monkeypatch.setattr(cli_module, "COMMANDS", (*cli_module.COMMANDS, extra))
-    result = cli("mcp", "--session", "s-1")
+    result = cli("extra", "--session", "s-1")
     assert (result.status, result.out, seen) == (0, "served\n", ["s-1"])
-    assert "serve the memory tools over MCP" in cli("--help").out
+    assert "an extra command for this test" in cli("--help").out
 
 
 def test_interrupt_exits_130_without_a_traceback(cli: Runner,
@@ -506,3 +506,31 @@ def test_input_files_must_be_utf8(run: Runner, tmp_path: Path) -> None:
     result = run("store", "--file", str(bad))
     assert result.status == 2
     assert "is not UTF-8 text" in result.err
+
+
+def test_mcp_subcommand_serves_the_protocol_on_stdout(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "cortex_memory", "mcp"],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True, text=True, timeout=60, check=False,
+        env={"CORTEX_MEMORY_HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2]
+    assert {t["name"] for t in answers[1]["result"]["tools"]} == {"cortex_save", "cortex_handoff"}
+    # Falling back to the per-user local engine is said on stderr, never on stdout.
+    assert "local" in done.stderr
+    assert (home / "memory.sqlite3.mcp-ledger.sqlite3").exists()

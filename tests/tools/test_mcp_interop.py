@@ -1,7 +1,7 @@
 """Interoperability: the official ``mcp`` Python client drives our stdio server.
 
-The client spawns ``python -m cortex_memory.tools.mcp`` on a temporary local
-database, lists both tools, saves, hands off twice (the second is replayed),
+The client spawns the server on a temporary local database, both as
+``python -m cortex_memory.tools.mcp`` and as the ``cortex-memory mcp`` subcommand, lists both tools, saves, hands off twice (the second is replayed),
 provokes a conflict, and every result validates against the published output
 schema (the client also validates structured content itself).
 """
@@ -29,12 +29,19 @@ def _dump(model: Any) -> Dict[str, Any]:
     return dumped
 
 
+_PROGRAMS = {
+    "tools-module": ["-m", "cortex_memory.tools.mcp", "--engine", "local"],
+    "cli-subcommand": ["-m", "cortex_memory", "--engine", "local", "mcp"],
+}
+
+
+@pytest.mark.parametrize("program", sorted(_PROGRAMS))
 def test_official_client_lists_saves_hands_off_and_conflicts(
-    tmp_path: Path, write_output: Callable[[Any], None]
+    tmp_path: Path, write_output: Callable[[Any], None], program: str
 ) -> None:
     params = stdio.StdioServerParameters(
         command=sys.executable,
-        args=["-m", "cortex_memory.tools.mcp", "--engine", "local",
+        args=[*_PROGRAMS[program],
               "--path", str(tmp_path / "memory.sqlite3"), "--session", "agent-1"],
         env={"CORTEX_MEMORY_HOME": str(tmp_path / "home")},
         cwd=str(Path(__file__).resolve().parents[2]),
