@@ -1,7 +1,8 @@
 """Interoperability: the official ``mcp`` Python client drives our stdio server.
 
 The client spawns the server on a temporary local database, both as
-``python -m cortex_memory.tools.mcp`` and as the ``cortex-memory mcp`` subcommand, lists both tools, saves, hands off twice (the second is replayed),
+``python -m cortex_memory.tools.mcp`` and as the ``cortex-memory mcp``
+subcommand, lists both tools, saves, hands off twice (the second is replayed),
 provokes a conflict, and every result validates against the published output
 schema (the client also validates structured content itself).
 """
