@@ -13,6 +13,12 @@ from __future__ import annotations
 
 import logging
 
+from cortex_memory.config import (
+    DEFAULT_ENGINE,
+    ConfigWarning,
+    EngineSettings,
+    MemoryConfig,
+)
 from cortex_memory.contract import (
     BELIEF_TAG,
     CONSOLIDATED_TAG,
@@ -82,6 +88,21 @@ from cortex_memory.contract import (
     same_id,
     validate_many,
 )
+from cortex_memory.cortex import (
+    CORTEX_API_ENDPOINT,
+    CORTEXDB_ENGINE_ID,
+    TINYHUMANS_API_ENDPOINT,
+    TINYHUMANS_ENGINE_ID,
+    BearerSource,
+    CortexCredential,
+    CortexEngine,
+    CortexWire,
+    Deadline,
+    StaticBearer,
+    Timing,
+    cortexdb_descriptor,
+    tinyhumans_descriptor,
+)
 from cortex_memory.errors import (
     ConfigError,
     ConflictError,
@@ -95,6 +116,16 @@ from cortex_memory.errors import (
     error_code,
     is_insufficient_credits,
 )
+from cortex_memory.local import (
+    LOCAL_ENGINE_ID,
+    LocalEngine,
+    local_descriptor,
+)
+from cortex_memory.registry import (
+    EngineCredential,
+    build_engine,
+    list_engines,
+)
 
 __version__ = "0.1.0"
 
@@ -102,22 +133,33 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "BELIEF_TAG",
+    "BearerSource",
     "BeliefsRequest",
     "Bucket",
     "CONSOLIDATED_TAG",
+    "CORTEXDB_ENGINE_ID",
+    "CORTEX_API_ENDPOINT",
     "Citation",
     "ConfigError",
+    "ConfigWarning",
     "ConflictError",
     "ConsolidateReceipt",
     "ConsolidateRequest",
     "ConsolidateStatus",
     "Consolidation",
     "Conversation",
+    "CortexCredential",
+    "CortexEngine",
+    "CortexWire",
+    "DEFAULT_ENGINE",
+    "Deadline",
     "Document",
     "DocumentBody",
+    "EngineCredential",
     "EngineDescriptor",
     "EngineError",
     "EngineHealth",
+    "EngineSettings",
     "EraseReport",
     "EraseRequest",
     "Error",
@@ -139,12 +181,15 @@ __all__ = [
     "InvalidRequestError",
     "ItemId",
     "ItemKind",
+    "LOCAL_ENGINE_ID",
     "Learning",
     "LearningKind",
     "ListPage",
     "ListRequest",
+    "LocalEngine",
     "MAX_GET_IDS",
     "MAX_STORE_MANY",
+    "MemoryConfig",
     "MemoryEngine",
     "MemoryMeta",
     "MetaFilter",
@@ -159,10 +204,14 @@ __all__ = [
     "SegmentKind",
     "Source",
     "SourceKind",
+    "StaticBearer",
     "StoreItem",
     "StoreReceipt",
+    "TINYHUMANS_API_ENDPOINT",
+    "TINYHUMANS_ENGINE_ID",
     "TextBody",
     "TimeHint",
+    "Timing",
     "ToolCallRef",
     "Turn",
     "TurnRange",
@@ -174,10 +223,15 @@ __all__ = [
     "WriteOptions",
     "__version__",
     "admitted_by",
+    "build_engine",
+    "cortexdb_descriptor",
     "error_code",
     "holds_phone_number",
     "is_insufficient_credits",
+    "list_engines",
+    "local_descriptor",
     "redacted_id",
     "same_id",
+    "tinyhumans_descriptor",
     "validate_many",
 ]

@@ -11,7 +11,21 @@ import pytest
 
 import cortex_memory
 
-PUBLIC_MODULES = ["cortex_memory"]
+PUBLIC_MODULES = [
+    "cortex_memory",
+    "cortex_memory.config",
+    "cortex_memory.contract",
+    "cortex_memory.contract.conformance",
+    "cortex_memory.cortex",
+    "cortex_memory.cortex.envelope",
+    "cortex_memory.errors",
+    "cortex_memory.local",
+    "cortex_memory.registry",
+    "cortex_memory.testing",
+    "cortex_memory.tools",
+    "cortex_memory.tools.mcp",
+    "cortex_memory.tools.memory",
+]
 
 
 @pytest.mark.parametrize("name", PUBLIC_MODULES)
