@@ -137,6 +137,19 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
     return True
 
 
+def _refuse_foreign(conn: sqlite3.Connection) -> None:
+    # A file with tables but no schema version belongs to someone else: never
+    # add ours next to them.
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchone()[0]
+    if found:
+        raise EngineError(
+            "the file is not a cortex_memory database (it holds other tables); "
+            "choose another path"
+        )
+
+
 def _create_v1(conn: sqlite3.Connection, use_fts: bool) -> None:
     for statement in _V1:
         conn.execute(statement)
@@ -158,20 +171,23 @@ def ensure_schema(conn: sqlite3.Connection, *, use_fts: bool, memory: bool) -> N
     this engine will rank keywords with FTS5 (the build has it and it was not
     turned off); only then is the index created or rebuilt.
     """
-    if not memory:
-        # Persistent in the file: every later connection, in any process, uses WAL.
-        conn.execute("PRAGMA journal_mode = WAL")
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise EngineError(
             f"the local database has schema version {version}; this library reads "
             f"up to {SCHEMA_VERSION} (upgrade cortex_memory)"
         )
+    if version == 0:
+        _refuse_foreign(conn)  # before changing anything in the file
+    if not memory:
+        # Persistent in the file: every later connection, in any process, uses WAL.
+        conn.execute("PRAGMA journal_mode = WAL")
     if version < SCHEMA_VERSION:
         with write_transaction(conn):
             # Another process may have done it while we waited for the lock.
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:
+                _refuse_foreign(conn)
                 _create_v1(conn, use_fts)
             else:
                 for step in range(version + 1, SCHEMA_VERSION + 1):

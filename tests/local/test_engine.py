@@ -203,3 +203,25 @@ def test_logs_never_carry_content(
     fts.recall(RecallRequest(secret, 5))
     assert caplog.records  # something was logged (set-up, index rebuild)
     assert all(secret not in record.getMessage() for record in caplog.records)
+
+
+def test_another_applications_database_is_left_alone(
+    make_engine: EngineFactory, db_path: str
+) -> None:
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    engine = make_engine()
+    health = engine.health()
+    assert health.state is HealthState.DOWN
+    assert "not a cortex_memory database" in (health.reason or "")
+    with pytest.raises(EngineError):
+        engine.store(StoreItem.document("x"))
+    conn = sqlite3.connect(db_path)
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert names == {"invoices"}
+    conn = sqlite3.connect(db_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    conn.close()
