@@ -210,6 +210,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ("id", "what", "figure", "aim", "verdict", "s"),
         [(r["id"], r["what"], r["figure"], r["aim"], r["verdict"], r["seconds"]) for r in rows],
     )
+    for row in rows:
+        if row.get("detail"):
+            print(f"  {row['id']}: {row['detail']}")
     command = "python -m bench" + (" --quick" if args.quick else "")
     command += f" --only {args.only}" if args.only else ""
     combined = {
