@@ -24,14 +24,14 @@ import logging
 import os
 import sqlite3
 import threading
-from typing import Callable, Iterator, List, Optional
+from typing import Callable, Iterator, List
 
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
 
 __all__ = [
     "ConnectionPool",
     "open_connection",
-    "savepoint",
+    "read_transaction",
     "sqlite_errors",
     "write_transaction",
 ]
@@ -159,19 +159,6 @@ def _rollback(conn: sqlite3.Connection) -> None:
             _log.debug("rollback failed", exc_info=True)
 
 
-@contextlib.contextmanager
-def savepoint(conn: sqlite3.Connection, name: str) -> Iterator[None]:
-    """A nested, all-or-nothing step inside a transaction (one item of a batch)."""
-    conn.execute(f"SAVEPOINT {name}")
-    try:
-        yield
-    except BaseException:
-        conn.execute(f"ROLLBACK TO {name}")
-        conn.execute(f"RELEASE {name}")
-        raise
-    conn.execute(f"RELEASE {name}")
-
-
 class ConnectionPool:
     """Hands out connections to one database, each to one caller at a time.
 
@@ -246,8 +233,3 @@ class ConnectionPool:
                 conn.close()
             except sqlite3.Error:
                 _log.debug("closing a connection failed", exc_info=True)
-
-    def idle_count(self) -> Optional[int]:
-        """How many connections sit idle (for tests)."""
-        with self._cond:
-            return len(self._idle)

@@ -131,13 +131,20 @@ class LocalEngine(MemoryEngine):
             raise TypeError(f"LocalEngine tenant must be a str, not {type(tenant).__name__}")
         if not tenant.strip():
             raise InvalidRequestError("a local tenant must not be blank")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-            raise TypeError("LocalEngine timeout must be a non-negative number of seconds")
-        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
-            raise TypeError("LocalEngine pool_size must be a positive int")
-        self._path = os.fspath(path)
-        if not self._path:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"LocalEngine timeout must be a number, not {type(timeout).__name__}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int):
+            raise TypeError(f"LocalEngine pool_size must be an int, not {type(pool_size).__name__}")
+        if not timeout >= 0:
+            raise InvalidRequestError("a local busy timeout must be zero or more seconds")
+        if pool_size < 1:
+            raise InvalidRequestError("a local connection pool holds at least one connection")
+        fspath = os.fspath(path)
+        if not isinstance(fspath, str):
+            raise TypeError("LocalEngine path must be a text path, not bytes")
+        if not fspath:
             raise InvalidRequestError("a local database path must not be empty")
+        self._path = fspath
         self._tenant = tenant
         self._timeout = float(timeout)
         self._want_fts = bool(use_fts)

@@ -60,7 +60,13 @@ def test_construction_checks_types_and_touches_nothing(tmp_path: os.PathLike[str
     with pytest.raises(TypeError):
         LocalEngine(":memory:", timeout="soon")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
+        LocalEngine(b"/tmp/x.sqlite3")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError):
         LocalEngine(":memory:", pool_size=0)
+    with pytest.raises(InvalidRequestError):
+        LocalEngine(":memory:", timeout=-1)
+    with pytest.raises(InvalidRequestError):
+        LocalEngine(":memory:", timeout=float("nan"))
     with pytest.raises(InvalidRequestError):
         LocalEngine(":memory:", tenant="  ")
     with pytest.raises(InvalidRequestError):
@@ -225,3 +231,42 @@ def test_another_applications_database_is_left_alone(
     conn = sqlite3.connect(db_path)
     assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
     conn.close()
+
+
+def test_statistics_are_refreshed_as_the_file_grows(
+    make_engine: EngineFactory, db_path: str
+) -> None:
+    engine = make_engine()
+    for start in range(0, 1000, 100):
+        engine.store_many([StoreItem.document(f"note {i}") for i in range(start, start + 100)])
+    engine.close()
+    make_engine().health()  # opening checks the statistics
+    conn = sqlite3.connect(db_path)
+    try:
+        stats = conn.execute("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'items'").fetchone()
+        analyzed = conn.execute(
+            "SELECT value FROM engine_info WHERE key = 'analyzed_rows'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert stats[0] > 0
+    assert analyzed == ("1000",)
+
+
+def test_an_unreadable_row_is_reported_not_guessed(
+    make_engine: EngineFactory, db_path: str
+) -> None:
+    engine = make_engine()
+    good, bad = (engine.store(StoreItem.document(t)).id for t in ("good", "bad"))
+    conn = sqlite3.connect(db_path)
+    conn.execute(
+        "UPDATE item_bodies SET item_json = '{' WHERE seq = "
+        "(SELECT seq FROM items WHERE id = ?)", (bad,),
+    )
+    conn.commit()
+    conn.close()
+    page = engine.export(ListRequest(MetaFilter(), 10))
+    assert [e.id for e in page.items] == [good]
+    assert page.incomplete == (bad,)
+    with pytest.raises(EngineError, match="unreadable"):
+        engine.list(ListRequest(MetaFilter(), 10))

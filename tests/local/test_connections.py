@@ -1,0 +1,108 @@
+"""The connection pool and the error mapping, on their own."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from typing import List
+
+import pytest
+
+from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
+from cortex_memory.local.connections import ConnectionPool, sqlite_errors
+
+
+def _memory() -> sqlite3.Connection:
+    return sqlite3.connect(":memory:", check_same_thread=False)
+
+
+def test_a_full_pool_makes_callers_wait() -> None:
+    opened: List[sqlite3.Connection] = []
+
+    def opener() -> sqlite3.Connection:
+        conn = _memory()
+        opened.append(conn)
+        return conn
+
+    pool = ConnectionPool(opener, 1)
+    order: List[str] = []
+    with pool.connection() as first:
+        waiter = threading.Thread(target=lambda: _borrow(pool, order))
+        waiter.start()
+        time.sleep(0.05)
+        order.append("holder done")
+    waiter.join(5)
+    assert order == ["holder done", "waiter got it"]
+    assert len(opened) == 1  # the waiter reused the one connection
+    assert first is opened[0]
+    pool.close()
+
+
+def _borrow(pool: ConnectionPool, order: List[str]) -> None:
+    with pool.connection():
+        order.append("waiter got it")
+
+
+def test_close_closes_idle_now_and_busy_on_return() -> None:
+    pool = ConnectionPool(_memory, 2)
+    with pool.connection() as busy:
+        with pool.connection() as idle_one:
+            assert idle_one is not busy
+        pool.close()
+        assert pool.closed
+        with pytest.raises(sqlite3.ProgrammingError):
+            idle_one.execute("SELECT 1")
+        busy.execute("SELECT 1")  # still usable until it comes back
+        busy.execute("BEGIN")
+    with pytest.raises(sqlite3.ProgrammingError):
+        busy.execute("SELECT 1")
+    with pytest.raises(EngineError, match="closed"), pool.connection():
+        pass
+
+
+def test_an_open_failure_frees_the_slot() -> None:
+    calls = []
+
+    def flaky() -> sqlite3.Connection:
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("unable to open database file")
+        return _memory()
+
+    pool = ConnectionPool(flaky, 1)
+    with pytest.raises(sqlite3.OperationalError), pool.connection():
+        pass
+    with pool.connection() as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    pool.close()
+
+
+def test_a_borrower_never_leaks_a_transaction() -> None:
+    pool = ConnectionPool(_memory, 1)
+    with pytest.raises(RuntimeError):
+        _fail_inside_a_transaction(pool)
+    with pool.connection() as again:
+        assert not again.in_transaction
+    pool.close()
+
+
+def _fail_inside_a_transaction(pool: ConnectionPool) -> None:
+    with pool.connection() as conn:
+        conn.execute("BEGIN")
+        raise RuntimeError("boom")
+
+
+def test_error_mapping() -> None:
+    with pytest.raises(UnavailableError, match="locked"), sqlite_errors("writing"):
+        raise sqlite3.OperationalError("database is locked")
+    with pytest.raises(EngineError, match="while writing: disk I/O error") as caught, \
+            sqlite_errors("writing"):
+        raise sqlite3.OperationalError("disk I/O error")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    with pytest.raises(EngineError, match="Permission denied"), sqlite_errors("opening"):
+        raise PermissionError(13, "Permission denied")
+    with pytest.raises(InvalidRequestError, match="surrogate"), sqlite_errors("writing"):
+        "\ud800".encode()
+    with pytest.raises(KeyError), sqlite_errors("reading"):
+        raise KeyError("not ours to translate")
