@@ -12,7 +12,9 @@ Layers, lowest first:
 * :mod:`.actor`, :mod:`.pause` — state shared by an engine family: the
   ``X-Cortex-Actor`` cache and the rate-limit pause;
 * :mod:`.failure` — statuses and transport faults to the error tree;
-* :mod:`.client` — :class:`HttpClient`, its call modes and :class:`Response`.
+* :mod:`.response` — :class:`Response` and the JSON body codec;
+* :mod:`.exchange` — one attempt: build, send, read and map the answer;
+* :mod:`.client` — :class:`HttpClient`: construction, copies, call modes.
 """
 
 from __future__ import annotations
