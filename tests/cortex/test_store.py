@@ -13,28 +13,134 @@ from cortex_memory.contract import (
     StoreReceipt,
     WaitFor,
 )
+from cortex_memory.contract.namespace import Namespace
 from cortex_memory.errors import InvalidRequestError, UnavailableError
 from cortex_memory.testing import FOREVER, fault, sample_items
 
 
-def test_direct_single_and_bulk_writes_wait_indexed(direct) -> None:
+def test_direct_store_many_sends_every_item_in_one_bulk(direct) -> None:
     engine = direct.engine()
-    engine.store_many(sample_items())
+    receipts = engine.store_many(sample_items())
+    assert [r.replayed for r in receipts] == [False, False, False]
     posts = [line for line in direct.state.requests() if line.startswith("POST")]
-    assert posts == [
-        "POST /v1/experience?wait=indexed",
-        "POST /v1/experience/bulk?wait=indexed",
-        "POST /v1/experience?wait=indexed",
-        "POST /v1/recall",
-    ]
-    bulk = direct.state.seen.writes[1]
+    assert posts == ["POST /v1/experience/bulk?wait=indexed", "POST /v1/recall"]
+    [bulk] = direct.state.seen.writes
     assert bulk["ordering"] == "strict_temporal"
-    assert [item["content"]["text"] for item in bulk["items"]] == [
+    # Item order, each item's events in order, across three scopes.
+    assert [item["content"]["text"] for item in bulk["items"]][1:] == [
         "which editor do I use",
         "you use helix",
         "right, helix",
+        "prefers helix",
+    ]
+    assert [item["scope"] for item in bulk["items"]] == [
+        "app:tinymemory/app:documents",
+        "app:tinymemory/app:conversations",
+        "app:tinymemory/app:conversations",
+        "app:tinymemory/app:conversations",
+        "app:tinymemory/app:learnings",
     ]
     assert direct.state.event_count() == 5
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_direct_single_items_keep_their_own_routes(direct, index: int) -> None:
+    # doubles.md §12.2: a document or a learning alone is one plain write; a
+    # conversation alone is one bulk.
+    engine = direct.engine()
+    engine.store(sample_items()[index])
+    posts = [line for line in direct.state.requests() if line.startswith("POST /v1/experience")]
+    expected = {
+        0: "POST /v1/experience?wait=indexed",
+        1: "POST /v1/experience/bulk?wait=indexed",
+        2: "POST /v1/experience?wait=indexed",
+    }[index]
+    assert posts == [expected]
+
+
+def test_direct_store_many_of_100_items_in_3_scopes_sends_8_requests(kit, direct) -> None:
+    items = [
+        kit.document(f"root document {i}")
+        if i % 3 == 0
+        else kit.learning(f"root fact {i}")
+        if i % 3 == 1
+        else kit.document(f"agent document {i}", namespace=Namespace.parse("agent:x"))
+        for i in range(100)
+    ]
+    engine = direct.engine()
+    receipts = engine.store_many(items)
+    assert [r.id for r in receipts] == [item.fingerprint() for item in items]
+    assert not any(r.replayed for r in receipts)
+    lines = [line.split("?", 1)[0] for line in direct.state.requests()]
+    assert lines == ["GET /v1/events"] * 3 + [
+        "POST /v1/experience/bulk",
+        "GET /v1/events",
+        "GET /v1/events",
+        "GET /v1/events",
+        "POST /v1/recall",
+    ]
+    [bulk] = direct.state.seen.writes
+    assert len(bulk["items"]) == 100
+    # The last item (i = 99, a root document) is the last write: its scope settles.
+    assert direct.state.seen.recalls[0]["scope"] == "app:tinymemory/app:documents"
+    assert direct.state.seen.recalls[0]["query"] == "root document 99"
+    again = engine.store_many(items)
+    assert all(r.replayed for r in again)
+    assert kit.writes(direct) == 1
+
+
+def test_listed_waits_follow_the_write_order_of_scopes(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    engine.store_many([kit.document("first doc"), kit.learning("a fact"), kit.document("last doc")])
+    listings = [line for line in double.state.requests() if "/events?" in line]
+    polled = listings[2:]  # after one lookup per scope
+    assert len(polled) == 2
+    assert "app%3Alearnings" in polled[0]
+    assert "app%3Adocuments" in polled[1]
+    assert double.state.seen.recalls[0]["query"] == "last doc"
+
+
+def test_direct_one_event_overall_is_a_plain_write(kit, direct) -> None:
+    engine = direct.engine()
+    held = kit.learning("already held")
+    engine.store(held)
+    direct.state.clear_seen()
+    fresh = kit.learning("fresh")
+    receipts = engine.store_many([fresh, held, fresh])
+    assert receipts == [
+        StoreReceipt(fresh.fingerprint(), False),
+        StoreReceipt(held.fingerprint(), True),
+        StoreReceipt(fresh.fingerprint(), True),
+    ]
+    posts = [line for line in direct.state.requests() if line.startswith("POST /v1/experience")]
+    assert posts == ["POST /v1/experience?wait=indexed"]
+
+
+def test_direct_replayed_is_per_item_inside_one_bulk(kit, direct) -> None:
+    engine = direct.engine()
+    first = kit.learning("written before")
+    engine.store(first)
+    # The lookup misses it (the listing lags), so it is sent again inside the bulk and
+    # the server answers that event as a replay of its body key.
+    direct.state.hide_listing_for = 1
+    second = kit.learning("written now")
+    receipts = engine.store_many([first, second, kit.conversation(2, "chat")])
+    assert [r.replayed for r in receipts] == [True, False, False]
+    assert direct.state.count("POST /v1/experience/bulk") == 1
+    assert direct.state.event_count() == 4
+
+
+def test_nothing_to_write_sends_no_write_and_no_wait(kit, wire, make_double) -> None:
+    double = make_double(wire)
+    engine = double.engine()
+    items = [kit.learning("one"), kit.document("two")]
+    engine.store_many(items)
+    double.state.clear_seen()
+    assert all(r.replayed for r in engine.store_many(items))
+    assert kit.writes(double) == 0
+    assert kit.gets(double) == 2  # the lookups only
+    assert double.state.seen.recalls == []
 
 
 def test_accepted_sends_no_wait_and_polls_nothing(kit, wire, make_double) -> None:
@@ -138,6 +244,51 @@ def test_partial_conversation_is_completed_on_retry(wire, make_double) -> None:
     assert texts == ["right, helix"]
     [hit] = engine.get(GetRequest((chat.fingerprint(),)))
     assert hit.text == "user: which editor do I use\nassistant: you use helix\nuser: right, helix"
+
+
+def test_direct_bulk_batches_span_items(kit, direct) -> None:
+    engine = direct.engine()
+    items = [kit.conversation(600, "left"), kit.conversation(600, "right")]
+    receipts = engine.store_many(items, wait=WaitFor.ACCEPTED)
+    assert [r.replayed for r in receipts] == [False, False]
+    assert [len(body["items"]) for body in direct.state.seen.writes] == [1000, 200]
+    assert direct.state.event_count() == 1200
+    assert [r.replayed for r in engine.store_many(items)] == [True, True]
+
+
+def test_a_batch_refused_part_way_is_completed_on_retry(kit, wire, make_double) -> None:
+    # Events in write order: fact, chat 0, chat 1, chat 2, doc. The fourth write
+    # (chat 2) is refused: the fact and two turns stay applied.
+    double = make_double(wire, fail_nth_experience=4)
+    engine = double.engine()
+    fact, chat, doc = kit.learning("a fact"), kit.conversation(3, "chat"), kit.document("a doc")
+    with pytest.raises(InvalidRequestError):
+        engine.store_many([fact, chat, doc])
+    assert double.state.event_count() == 3
+    if not double.hosted:
+        assert double.state.count("POST /v1/experience/bulk") == 1
+    double.state.clear_seen()
+    receipts = engine.store_many([fact, chat, doc])
+    assert receipts == [
+        StoreReceipt(fact.fingerprint(), True),
+        StoreReceipt(chat.fingerprint(), False),
+        StoreReceipt(doc.fingerprint(), False),
+    ]
+    assert double.state.event_count() == 5
+    texts = [
+        item["content"]["text"]
+        for body in double.state.seen.writes
+        for item in (body.get("items") or [body])
+    ]
+    assert texts == ["chat 2", "a doc"]
+    hits = engine.get(GetRequest((chat.fingerprint(), doc.fingerprint())))
+    assert [hit.text for hit in hits] == [
+        "user: chat 0\nassistant: chat 1\nuser: chat 2",
+        "a doc",
+    ]
+    assert engine.store_many([fact, chat, doc]) == [
+        StoreReceipt(item.fingerprint(), True) for item in (fact, chat, doc)
+    ]
 
 
 def test_lost_listing_is_polled_until_visible(kit, wire, make_double) -> None:

@@ -8,13 +8,24 @@
    and the parts already held are noted. Skipped only on the turn-logging hot path
    (Direct, ``ACCEPTED``, one conversation of one turn), where the body key makes
    the server answer a replay by itself.
-5. Each item in order writes only its missing events (a partial conversation left
-   by a failed store is completed), one log write per item.
+5. Each item writes only its missing events (a partial conversation left by a
+   failed store is completed); an item written earlier in the batch is a replay
+   of its first copy and writes nothing.
 6. ``VISIBLE``: wait until the last write of every scope touched is listed, and
    until the very last one settles in ranked recall.
 
-On an error, items written before it stay written; sending the batch again gives
-replays and fills in whatever a failed item left missing.
+**Writes (a deliberate deviation from §9.4's one write per item, Direct only).**
+Direct sends the missing events of *all* items together, in item order (each
+item's events in order), as ``POST v1/experience/bulk`` batches of at most 1000
+events (a single event overall is one ``POST v1/experience``): 100 items in 3
+scopes cost 3 lookups + 1 bulk + 3 listed polls + 1 settle = 8 requests instead
+of 107. Receipts stay per item (an item is a replay when every one of its events
+is). Hosted has no bulk route and still writes one event per request, item by
+item.
+
+On an error, events written before it stay written (a bulk refused part-way
+keeps the events before the refused one); sending the batch again gives replays
+for complete items and fills in whatever a failed item left missing.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import encode_checked
 from cortex_memory.cortex.envelope.request import ExperienceRequest, experience_request
 from cortex_memory.cortex.log.visibility import await_listed, await_settled
-from cortex_memory.cortex.log.write import Written, write
+from cortex_memory.cortex.log.write import Written, write, write_events, written
 from cortex_memory.cortex.timing import Deadline
 
 __all__ = ["Plan", "plan_item", "store_many"]
@@ -87,6 +98,35 @@ def _held_parts(
     return held
 
 
+def _write_pending(
+    ctx: EngineContext,
+    pending: Sequence[Tuple[int, Plan, List[ExperienceRequest]]],
+    wait: WaitFor,
+    deadline: Deadline,
+) -> List[Tuple[int, Written]]:
+    """Write every pending item's events; each item's index and :class:`Written`, in order."""
+    if not pending:
+        return []
+    out: List[Tuple[int, Written]] = []
+    if ctx.hosted:
+        # No bulk on the hosted wire: item by item, so a failure leaves the scopes
+        # of the items written before it touched.
+        for index, plan, requests in pending:
+            out.append((index, write(ctx.log, requests, wait, deadline)))
+            ctx.recency.touch(plan.scope.path)
+        return out
+    flat = [request for _, _, requests in pending for request in requests]
+    receipts = write_events(ctx.log, flat, wait, deadline)
+    start = 0
+    for index, _, requests in pending:
+        end = start + len(requests)
+        out.append((index, written(requests[-1], receipts[start:end])))
+        start = end
+    for scope in dict.fromkeys(plan.scope.path for _, plan, _ in pending):
+        ctx.recency.touch(scope)
+    return out
+
+
 def store_many(
     ctx: EngineContext, items: Sequence[StoreItem], wait: WaitFor, deadline: Deadline
 ) -> List[StoreReceipt]:
@@ -99,29 +139,31 @@ def store_many(
         held = _held_parts(ctx, plans, deadline)
     looked = time.monotonic()
 
-    receipts: List[StoreReceipt] = []
+    replayed: List[bool] = []
+    pending: List[Tuple[int, Plan, List[ExperienceRequest]]] = []
     done: Set[ItemId] = set()
-    last_per_scope: List[Tuple[str, Written]] = []
-    for plan in plans:
+    for index, plan in enumerate(plans):
+        replayed.append(True)
         if plan.id in done:
-            receipts.append(StoreReceipt(plan.id, True))
-            continue
+            continue  # a replay of its first copy in this batch
         done.add(plan.id)
         present = held.get(plan.id, set())
         requests = [request for part, request in plan.events if part not in present]
-        if not requests:
-            receipts.append(StoreReceipt(plan.id, True))
-            continue
-        written = write(ctx.log, requests, wait, deadline)
-        ctx.recency.touch(plan.scope.path)
-        last_per_scope = [entry for entry in last_per_scope if entry[0] != written.scope]
-        last_per_scope.append((written.scope, written))
-        receipts.append(StoreReceipt(plan.id, written.replayed))
+        if requests:
+            pending.append((index, plan, requests))
+
+    last_per_scope: List[Tuple[str, Written]] = []
+    for index, item_written in _write_pending(ctx, pending, wait, deadline):
+        replayed[index] = item_written.replayed
+        # The list ends with the most recently written scope.
+        last_per_scope = [entry for entry in last_per_scope if entry[0] != item_written.scope]
+        last_per_scope.append((item_written.scope, item_written))
+    receipts = [StoreReceipt(plan.id, flag) for plan, flag in zip(plans, replayed)]
     wrote = time.monotonic()
 
     if wait is WaitFor.VISIBLE and last_per_scope:
-        for _, written in last_per_scope:
-            await_listed(ctx.log, written, deadline)
+        for _, last in last_per_scope:
+            await_listed(ctx.log, last, deadline)
         listed = time.monotonic()
         await_settled(ctx.log, last_per_scope[-1][1], deadline)
         logger.debug(

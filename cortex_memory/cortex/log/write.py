@@ -2,10 +2,12 @@
 
 Direct: one event is one ``POST v1/experience``; several go as
 ``POST v1/experience/bulk`` batches of at most 1000 (``ordering:
-"strict_temporal"``). ``?wait=indexed`` asks the server to answer once the events
-are readable (``WaitFor.VISIBLE``). Writes are sent once: a timeout leaves it
-unknown whether they applied, and the body idempotency key makes a host's retry
-a replay.
+"strict_temporal"``). :func:`write_events` takes the events of any number of
+items and scopes (``store_many`` sends a whole batch's events together) and
+answers one receipt per event; :func:`write` is the one-item form.
+``?wait=indexed`` asks the server to answer once the events are readable
+(``WaitFor.VISIBLE``). Writes are sent once: a timeout leaves it unknown whether
+they applied, and the body idempotency key makes a host's retry a replay.
 
 Hosted: one event per request, each under its own fresh ``Idempotency-Key`` claim,
 reused only across that request's three attempts. A claim refused as already used
@@ -31,7 +33,7 @@ from cortex_memory.cortex.transport.keys import fresh_claim
 from cortex_memory.cortex.wire import Route
 from cortex_memory.errors import ConflictError, EngineError, Error, UnavailableError
 
-__all__ = ["Receipt", "Written", "find_written", "recover", "write"]
+__all__ = ["Receipt", "Written", "find_written", "recover", "write", "write_events", "written"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,17 +80,38 @@ def write(
 
     ``replayed`` is true only when every event was a replay.
     """
+    receipts = write_events(log, requests, wait, deadline)
+    return written(requests[-1], receipts)
+
+
+def written(last: ExperienceRequest, receipts: Sequence[Receipt]) -> Written:
+    """The :class:`Written` of an item whose last request is ``last``, from its events' receipts.
+
+    ``replayed`` is true only when every receipt is a replay.
+    """
+    if not receipts:
+        raise EngineError("a write needs at least one event")
+    replayed = all(receipt.replayed for receipt in receipts)
+    return Written(
+        last.scope, last.item_label, last.text, last.labels, receipts[-1].event_id, replayed
+    )
+
+
+def write_events(
+    log: Log, requests: Sequence[ExperienceRequest], wait: WaitFor, deadline: Deadline
+) -> List[Receipt]:
+    """Write ``requests`` in order (any items, any scopes); one receipt per event, in order.
+
+    Direct: one event is one ``POST v1/experience``; several go as bulk batches of
+    at most 1000. Hosted: one request per event. On an error the events written
+    before it stay written and the error is raised.
+    """
     if not requests:
         raise EngineError("a write needs at least one event")
     checked = [_checked(request) for request in requests]
     if log.hosted:
-        receipt = _write_hosted(log, checked, deadline)
-    else:
-        receipt = _write_direct(log, checked, wait, deadline)
-    last = checked[-1]
-    return Written(
-        last.scope, last.item_label, last.text, last.labels, receipt.event_id, receipt.replayed
-    )
+        return [_write_one_hosted(log, request, deadline) for request in checked]
+    return _write_direct(log, checked, wait, deadline)
 
 
 # -- Direct ---------------------------------------------------------------------------
@@ -96,17 +119,16 @@ def write(
 
 def _write_direct(
     log: Log, requests: List[ExperienceRequest], wait: WaitFor, deadline: Deadline
-) -> Receipt:
+) -> List[Receipt]:
     query = _WAIT_INDEXED if wait is WaitFor.VISIBLE else ""
     client = log.client
     if len(requests) == 1:
         route = log.route(Route.EXPERIENCE)
         data = client.once("POST", route + query, requests[0].to_json(), deadline=deadline).data
-        return _receipt(data, f"memory API {route} on {client.host}")
+        return [_receipt(data, f"memory API {route} on {client.host}")]
     route = log.route(Route.BULK)
     where = f"memory API {route} on {client.host}"
-    replayed = True
-    last: Optional[Receipt] = None
+    receipts: List[Receipt] = []
     for start in range(0, len(requests), MAX_BULK_EVENTS):
         batch = requests[start : start + MAX_BULK_EVENTS]
         body = {"items": [request.to_json() for request in batch], "ordering": _ORDERING}
@@ -118,25 +140,11 @@ def _write_direct(
             raise EngineError(
                 f"{where} returned {len(results)} bulk results for {len(batch)} events"
             )
-        for result in results:
-            receipt = _receipt(result, where)
-            replayed = replayed and receipt.replayed
-            last = receipt
-    assert last is not None  # at least two requests were sent
-    return Receipt(last.event_id, replayed)
+        receipts.extend(_receipt(result, where) for result in results)
+    return receipts
 
 
 # -- hosted ---------------------------------------------------------------------------
-
-
-def _write_hosted(log: Log, requests: List[ExperienceRequest], deadline: Deadline) -> Receipt:
-    replayed = True
-    last: Optional[Receipt] = None
-    for request in requests:
-        last = _write_one_hosted(log, request, deadline)
-        replayed = replayed and last.replayed
-    assert last is not None
-    return Receipt(last.event_id, replayed)
 
 
 def _write_one_hosted(log: Log, request: ExperienceRequest, deadline: Deadline) -> Receipt:
