@@ -46,7 +46,7 @@ COMMAND_TIMEOUT = 120.0
 _PLACEHOLDER = re.compile(r"<[a-z][a-z -]*>")
 
 
-def expected_pattern(line: str) -> "re.Pattern[str]":
+def expected_pattern(line: str) -> re.Pattern[str]:
     """A shown output line as a pattern: ``<placeholder>`` stands for any word."""
     parts = _PLACEHOLDER.split(line.strip())
     return re.compile(r"\S+".join(re.escape(part) for part in parts))
@@ -80,11 +80,9 @@ def run_python(step: Dict[str, Any], namespace: Dict[str, Any], folder: Path) ->
             for name, value in result.items():
                 if name.startswith("test_") and _defined_in(value, path):
                     call_test(value)
-    except BaseException:  # noqa: BLE001 - record SystemExit and KeyboardInterrupt too
+    except BaseException:
         return {"ok": False, "error": traceback.format_exc(limit=12), "output": out.getvalue()}
-    namespace.update(
-        (name, value) for name, value in result.items() if not name.startswith("__")
-    )
+    namespace.update((name, value) for name, value in result.items() if not name.startswith("__"))
     return {"ok": True, "error": "", "output": out.getvalue()}
 
 
@@ -107,7 +105,7 @@ def call_test(test: Callable[..., object]) -> None:
         test(*args)
 
 
-def _finish(process: "subprocess.Popen[str]", timeout: float) -> None:
+def _finish(process: subprocess.Popen[str], timeout: float) -> None:
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:

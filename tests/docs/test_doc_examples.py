@@ -51,7 +51,7 @@ else:  # pragma: no cover - Python < 3.11
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 DRIVER = Path(__file__).resolve().parent / "_run_doc.py"
 
 LANGUAGES = {"python", "sh", "console", "json", "toml", "text"}
@@ -121,7 +121,7 @@ def parse_blocks(path: Path) -> List[Block]:
             text = lines[index]
             # Drop the fence's own indentation (a block inside a list item).
             cut = len(text) - len(text.lstrip(" "))
-            body.append(text[min(indent, cut):])
+            body.append(text[min(indent, cut) :])
             index += 1
         before = next((ln.strip() for ln in reversed(lines[:start]) if ln.strip()), "")
         found = _MARKER.match(before)
@@ -178,9 +178,9 @@ def _program_runs(words: List[str]) -> Tuple[bool, str]:
     if program == "cortex-memory" or program.endswith("/cortex-memory"):
         return True, ""
     base = program.rsplit("/", 1)[-1]
-    if re.fullmatch(r"python(3(\.\d+)?)?", base) and len(words) >= 3 and words[1] == "-m":
-        if words[2] == "cortex_memory" or words[2].startswith("cortex_memory."):
-            return True, ""
+    module = words[2] if len(words) >= 3 and words[1] == "-m" else ""
+    if re.fullmatch(r"python(3(\.\d+)?)?", base) and module.split(".")[0] == "cortex_memory":
+        return True, ""
     if base in _FEEDERS:
         return True, "feeder"
     if base.startswith("python") and len(words) >= 3 and words[1] == "-m":
@@ -245,9 +245,7 @@ BLOCKS: List[Block] = [block for path in DOCS for block in parse_blocks(path)]
 def _needs_missing(block: Block) -> Optional[str]:
     if block.marker is None or block.marker[0] != "needs":
         return None
-    missing = [
-        name for name in block.marker[1].split() if importlib.util.find_spec(name) is None
-    ]
+    missing = [name for name in block.marker[1].split() if importlib.util.find_spec(name) is None]
     return ", ".join(missing) or None
 
 
@@ -378,9 +376,7 @@ def test_markers_only_precede_blocks_they_apply_to() -> None:
 @pytest.mark.parametrize(
     "block", [b for b in BLOCKS if b.lang == "python" and _runs(b)], ids=lambda b: b.id
 )
-def test_python_example_runs(
-    block: Block, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_python_example_runs(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
     result = _result(block, tmp_path_factory)
     assert result["ok"], result["error"]
     at = 0
@@ -405,9 +401,7 @@ def test_python_example_not_run_compiles(block: Block) -> None:
 @pytest.mark.parametrize(
     "block", [b for b in BLOCKS if b.lang in ("sh", "console")], ids=lambda b: b.id
 )
-def test_shell_example(
-    block: Block, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_shell_example(block: Block, tmp_path_factory: pytest.TempPathFactory) -> None:
     commands = shell_commands(block)
     assert commands, f"{block.id} holds no command"
     if block.marker is not None:
@@ -463,17 +457,28 @@ def test_runner_shares_names_in_order_and_reports_each_failure(tmp_path: Path) -
         [
             {"id": "a", "kind": "python", "code": "x = 41\nprint('first')\n"},
             {"id": "b", "kind": "python", "code": "print(x + 1)\nraise ValueError('boom')\n"},
-            {"id": "c", "kind": "python", "code": "def test_fails(direct_double):\n"
-             "    assert direct_double.url.startswith('http://127.0.0.1:')\n"
-             "    assert False, 'called'\n"},
-            {"id": "d", "kind": "python", "code": "import threading, time\n"
-             "threading.Thread(target=time.sleep, args=(30,), name='left-over').start()\n"},
+            {
+                "id": "c",
+                "kind": "python",
+                "code": "def test_fails(direct_double):\n"
+                "    assert direct_double.url.startswith('http://127.0.0.1:')\n"
+                "    assert False, 'called'\n",
+            },
+            {
+                "id": "d",
+                "kind": "python",
+                "code": "import threading, time\n"
+                "threading.Thread(target=time.sleep, args=(30,), name='left-over').start()\n",
+            },
         ],
     )
     assert found["a"] == {"ok": True, "error": "", "output": "first\n"}
-    assert found["b"]["output"] == "42\n" and "ValueError: boom" in found["b"]["error"]
-    assert not found["c"]["ok"] and "AssertionError: called" in found["c"]["error"]
-    assert found["d"]["ok"] and found["epilogue"] == {"threads": ["left-over"]}
+    assert found["b"]["output"] == "42\n"
+    assert "ValueError: boom" in found["b"]["error"]
+    assert not found["c"]["ok"]
+    assert "AssertionError: called" in found["c"]["error"]
+    assert found["d"]["ok"]
+    assert found["epilogue"] == {"threads": ["left-over"]}
 
 
 def test_runner_checks_exit_status_and_shown_output(tmp_path: Path) -> None:
@@ -481,21 +486,31 @@ def test_runner_checks_exit_status_and_shown_output(tmp_path: Path) -> None:
     found = _drive(
         tmp_path,
         [
-            {"id": "ok", "kind": "shell", "commands": [
-                {"line": "cortex-memory engines", "expect": None},
-                {"line": serve, "expect": ["hosted double on http://127.0.0.1:<port>"]},
-            ]},
-            {"id": "bad", "kind": "shell", "commands": [
-                {"line": "cortex-memory get 0123", "expect": None},
-                {"line": "cortex-memory engines", "expect": ["no such line"]},
-            ]},
+            {
+                "id": "ok",
+                "kind": "shell",
+                "commands": [
+                    {"line": "cortex-memory engines", "expect": None},
+                    {"line": serve, "expect": ["hosted double on http://127.0.0.1:<port>"]},
+                ],
+            },
+            {
+                "id": "bad",
+                "kind": "shell",
+                "commands": [
+                    {"line": "cortex-memory get 0123", "expect": None},
+                    {"line": "cortex-memory engines", "expect": ["no such line"]},
+                ],
+            },
         ],
     )
     assert found["ok"]["ok"], found["ok"]["error"]
     assert found["ok"]["commands"][1]["interrupted"] is True
     first, second = found["bad"]["commands"]
-    assert first["status"] == 6 and not first["ok"]
-    assert second["status"] == 0 and "does not show 'no such line'" in second["error"]
+    assert first["status"] == 6
+    assert not first["ok"]
+    assert second["status"] == 0
+    assert "does not show 'no such line'" in second["error"]
 
 
 def test_shell_lines_are_classified() -> None:
