@@ -171,7 +171,7 @@ class LocalEngine(MemoryEngine):
                 return
             fts = self._want_fts and fts5_available(conn)
             ensure_schema(conn, use_fts=fts, memory=self._memory)
-            refresh_statistics(conn)
+            _refresh_statistics(conn)
             self._fts = fts
             self._ready = True
             _log.debug("local database ready (fts5: %s)", fts)
@@ -239,7 +239,7 @@ class LocalEngine(MemoryEngine):
         with self._session("storing items") as conn:
             receipts = writes.store_batch(conn, self._tenant, prepared, fts=self._fts)
             if self._count_writes(sum(1 for r in receipts if not r.replayed)):
-                refresh_statistics(conn)
+                _refresh_statistics(conn)
         return receipts
 
     def _count_writes(self, created: int) -> bool:
@@ -377,6 +377,15 @@ class LocalEngine(MemoryEngine):
     def close(self) -> None:
         """Close every connection (busy ones as their calls finish); later calls fail."""
         self._pool.close()
+
+
+def _refresh_statistics(conn: sqlite3.Connection) -> None:
+    # Maintenance, not the caller's business: a busy or failing ANALYZE is
+    # tried again later and never fails the call that triggered it.
+    try:
+        refresh_statistics(conn)
+    except sqlite3.Error as exc:
+        _log.info("planner statistics not refreshed: %s", exc)
 
 
 def _check_wait(wait: object) -> None:

@@ -23,7 +23,8 @@ from cortex_memory.contract import (
 )
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
 from cortex_memory.local import LOCAL_ENGINE_ID, LocalEngine, local_descriptor
-from cortex_memory.local.schema import SCHEMA_VERSION
+from cortex_memory.local.engine import _refresh_statistics
+from cortex_memory.local.schema import SCHEMA_VERSION, refresh_statistics
 
 from .conftest import EngineFactory
 
@@ -270,3 +271,26 @@ def test_an_unreadable_row_is_reported_not_guessed(
     assert page.incomplete == (bad,)
     with pytest.raises(EngineError, match="unreadable"):
         engine.list(ListRequest(MetaFilter(), 10))
+
+
+
+def test_a_busy_statistics_refresh_is_skipped_not_raised(
+    make_engine: EngineFactory, db_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = make_engine()
+    for start in range(0, 1000, 100):
+        engine.store_many([StoreItem.document(f"n {i}") for i in range(start, start + 100)])
+    engine.close()
+    conn = sqlite3.connect(db_path, timeout=0, isolation_level=None)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")
+        with pytest.raises(sqlite3.OperationalError):
+            refresh_statistics(conn)
+        caplog.set_level(logging.INFO, logger="cortex_memory.local")
+        _refresh_statistics(conn)  # what the engine calls: logs and carries on
+        assert any("not refreshed" in r.getMessage() for r in caplog.records)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        conn.close()
