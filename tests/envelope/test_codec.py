@@ -435,6 +435,45 @@ def test_turn_time_with_nanoseconds_is_read() -> None:
     assert env.turn.at == datetime(2025, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc)
 
 
+NANOS = "2026-01-02T03:04:05.123456789Z"
+MICROS = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc)
+
+
+def test_meta_time_with_nanoseconds_is_read_truncated_in_v2_and_v3() -> None:
+    # Another writer (TinyMemory, in Rust) may keep nanoseconds; the event is still ours.
+    meta = MemoryMeta(observed_at=datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc))
+    env = one(StoreItem.learning("nano fact", LearningKind.FACT, 0.5, meta))
+    v2 = encode(env).replace("05.123456Z", "05.123456789Z")
+    assert NANOS in v2
+    decoded = decode(v2)
+    assert decoded is not None
+    assert decoded.meta.observed_at == MICROS
+    assert decoded.id == env.id
+    v3_json = dumps(env.to_json(3, text="")).replace("05.123456Z", "05.123456789Z")
+    labels = [*lookup_labels(env.id, env.meta), *part_labels(v3_json)]
+    v3 = from_labels("nano fact", labels)
+    assert v3 is not None
+    assert v3.meta.observed_at == MICROS
+    assert v3.text == "nano fact"
+    assert v3 == replace(env, v=3)
+
+
+def test_other_bad_meta_still_makes_an_event_not_ours() -> None:
+    for meta in (
+        '{"observed_at":"yesterday"}',
+        '{"observed_at":"2026-01-02T03:04:05.1234567891Z"}',
+        '{"observed_at":"' + NANOS + '","tags":"not a list"}',
+        '{"observed_at":7}',
+    ):
+        text = '{"v":2,"id":"i","kind":"learning","text":"t","meta":' + meta + "}"
+        assert decode(text) is None, meta
+
+
+def test_user_input_with_nanoseconds_stays_refused() -> None:
+    with pytest.raises(InvalidRequestError, match="sub-microsecond"):
+        MemoryMeta.from_json({"observed_at": NANOS})
+
+
 # ------------------------------------------------------------------ narrowing
 
 
@@ -492,7 +531,8 @@ def test_worked_example_of_docs_wire_md() -> None:
     enc = encode_checked(env)
     assert enc.text == "prefers helix"
     doc = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text(encoding="utf-8")
-    block = doc.split("## 9. Worked example")[1].split("```")[1]
+    # The fence's first line holds its language tag (if any), not a label.
+    block = doc.split("## 9. Worked example")[1].split("```")[1].split("\n", 1)[1]
     documented = [line.split("  ")[0] for line in block.strip().splitlines()]
     assert documented == list(enc.labels)
     request = experience_request(env, enc)

@@ -199,7 +199,7 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
         id=_str(o, "id"),
         kind=_member(_KINDS, o.get("kind")),
         text=own_text if text is None else text,
-        meta=MemoryMeta.from_json(_obj(o.get("meta"))),
+        meta=_meta(o.get("meta")),
         ws=_opt_str(o, "ws"),
         fp=_str_tuple(o.get("fp")),
         fd=_str_tuple(o.get("fd")),
@@ -212,6 +212,26 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
         chunk=_chunk(o.get("chunk")),
         v=version,
     )
+
+
+def _meta(value: object) -> MemoryMeta:
+    """The wire meta, reading ``observed_at`` truncated to microseconds when it must be.
+
+    The contract refuses non-zero sub-microsecond digits (right for user input, which
+    must round-trip), but other writers of the log (TinyMemory, in Rust) may keep
+    nanoseconds; such an event is still ours. The strict read runs first, so the
+    common case parses each time once.
+    """
+    o = _obj(value)
+    try:
+        return MemoryMeta.from_json(o)
+    except Error:
+        observed = o.get("observed_at")
+        if type(observed) is not str:
+            raise
+        lenient = dict(o)
+        lenient["observed_at"] = format_timestamp(parse_timestamp(observed, truncate=True))
+        return MemoryMeta.from_json(lenient)
 
 
 def _turn(value: object) -> Optional[TurnInfo]:
