@@ -14,7 +14,6 @@ Beliefs are never items: they have their own ids and tables, so ``list``,
 ``fetch``, ``get`` and ``forget`` by id never see them.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

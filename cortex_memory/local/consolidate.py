@@ -18,7 +18,6 @@ is idempotent: running it again adds nothing new. It commits every
 confident first, then newest.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

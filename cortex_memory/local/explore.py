@@ -8,7 +8,6 @@ with two tags adds to two buckets); ``namespace`` counts the path string,
 ``root`` for the root.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

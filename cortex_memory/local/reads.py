@@ -11,7 +11,6 @@ Every row read back is checked with ``MetaFilter.matches`` (or the reach)
 before it leaves, on top of the SQL condition.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

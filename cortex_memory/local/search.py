@@ -18,7 +18,6 @@ days come first (a stable partition, like ``TimeHint.rank`` over the whole
 ranking), so paging stays consistent.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ Each rule, as SQL:
   bounds (a NULL compares false, so undated items drop out).
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

@@ -7,7 +7,6 @@ transaction. Every delete goes through :func:`delete_seqs`, which keeps the
 tag, vector and FTS5 rows and the beliefs built on the item in step.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 

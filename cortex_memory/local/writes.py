@@ -7,7 +7,6 @@ other writer half-way. Filter-driven deletes walk the matching rows in
 rows go.
 """
 
-# ruff: noqa: S608 - SQL here is built from fixed fragments and `?` placeholders
 # only; every value is bound as a parameter, never formatted into the text.
 from __future__ import annotations
 
