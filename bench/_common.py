@@ -161,9 +161,7 @@ def write_result(name: str, payload: Mapping[str, Any]) -> Path:
     return path
 
 
-def summary(
-    figure: str, aim: str, verdict: str, *, detail: Optional[str] = None
-) -> Dict[str, str]:
+def summary(figure: str, aim: str, verdict: str, *, detail: Optional[str] = None) -> Dict[str, str]:
     """The row ``bench/run.py`` prints: the figure, the aim and the verdict.
 
     ``verdict`` is ``"pass"``, ``"miss"`` (the aim was not reached) or
