@@ -7,11 +7,12 @@ can send exactly what a test asks for, well-formed or not. Standard library only
 from __future__ import annotations
 
 import json as _json
-import zlib
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import urlsplit
+
+from cortex_memory.testing._padding import gzip_pieces, pad_pieces
 
 __all__ = [
     "CLOSE",
@@ -89,28 +90,13 @@ def json_bytes(value: Any) -> bytes:
 
 
 def padded_json(size: int) -> bytes:
-    """A valid JSON document of exactly ``size`` bytes (``{"pad":"xxx…"}``), or filler if tiny."""
-    frame = len(b'{"pad":""}')
-    if size < frame:
-        return b" " * size
-    return b'{"pad":"' + b"x" * (size - frame) + b'"}'
+    """A valid JSON document of exactly ``size`` bytes (``{"pad":"xxx…"}``)."""
+    return b"".join(pad_pieces(size))
 
 
 def gzip_json(size: int) -> bytes:
     """``padded_json(size)`` gzip-compressed, built in 64 KiB pieces (never held whole)."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    frame = len(b'{"pad":""}')
-    if size < frame:
-        return packer.compress(b" " * size) + packer.flush()
-    out = [packer.compress(b'{"pad":"')]
-    left = size - frame
-    piece = b"x" * 65536
-    while left > 0:
-        out.append(packer.compress(piece[: min(left, len(piece))]))
-        left -= len(piece)
-    out.append(packer.compress(b'"}'))
-    out.append(packer.flush())
-    return b"".join(out)
+    return gzip_pieces(pad_pieces(size))
 
 
 def normalise_headers(headers: Optional[HeaderList]) -> List[Tuple[str, str]]:

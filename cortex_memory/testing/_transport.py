@@ -12,9 +12,10 @@ import contextlib
 import socket
 import struct
 import threading
-import zlib
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, Optional
+
+from cortex_memory.testing._padding import PIECE, gzip_pieces, pad_pieces
 
 if TYPE_CHECKING:
     from cortex_memory.testing._state import DoubleState
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["MALFORMED_JSON", "PIECE", "pad_pieces", "reset_connection", "write_response"]
 
 MALFORMED_JSON = b'{"truncated": '
-PIECE = 64 * 1024
 _SLOW_TICK = 0.05
 
 
@@ -32,30 +32,6 @@ def _is_count(value: Any) -> bool:
 
 def _is_rate(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-
-def pad_pieces(size: int) -> Iterator[bytes]:
-    """A valid JSON document of exactly `size` bytes, `{"pad":"xxx…"}`, in 64 KiB pieces."""
-    if size < 10:
-        # Too small for the object: a number padded with whitespace is still valid JSON.
-        if size > 0:
-            yield b"0" + b" " * (size - 1)
-        return
-    yield b'{"pad":"'
-    remaining = size - 10
-    while remaining > 0:
-        step = min(PIECE, remaining)
-        yield b"x" * step
-        remaining -= step
-    yield b'"}'
-
-
-def _gzip(pieces: Iterable[bytes]) -> bytes:
-    # The input may be an oversize stream: compress piece by piece, hold only the output.
-    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
-    out: List[bytes] = [compressor.compress(piece) for piece in pieces]
-    out.append(compressor.flush())
-    return b"".join(out)
 
 
 def _take(pieces: Iterable[bytes], limit: int) -> Iterator[bytes]:
@@ -103,7 +79,7 @@ def write_response(
     if oversize is not None:
         pieces, length = pad_pieces(oversize), oversize
     if state.transport("gzip_body", line):
-        packed = _gzip(pieces)
+        packed = gzip_pieces(pieces)
         pieces, length = (packed,), len(packed)
         extra["Content-Encoding"] = "gzip"
     cut = state.transport("truncate_body", line, _is_count)
