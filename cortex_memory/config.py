@@ -224,8 +224,8 @@ class MemoryConfig:
 
         ``credential`` defaults to ``EngineCredential.NONE`` (enough for ``local``).
         Raises :class:`~cortex_memory.errors.ConfigError` for an engine this build
-        does not offer (``MemoryConfig().build()`` names ``tinyhumans`` until the
-        hosted engine exists) and for everything ``build_engine`` refuses.
+        does not offer and for everything ``build_engine`` refuses (the default,
+        ``tinyhumans``, needs a credential: ``MemoryConfig().build()`` names it).
         """
         # Imported here: the registry imports EngineSettings from this module.
         from cortex_memory.registry import EngineCredential, build_engine

@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 import pickle
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
 from cortex_memory import registry
 from cortex_memory.config import EngineSettings, MemoryConfig
 from cortex_memory.contract import FetchMode, ListRequest, MetaFilter, StoreItem
+from cortex_memory.cortex import CortexEngine
 from cortex_memory.cortex.credential import CortexCredential, StaticBearer
 from cortex_memory.errors import ConfigError
 from cortex_memory.local import LocalEngine, local_descriptor
@@ -158,14 +160,43 @@ def test_unknown_ids_are_config_errors_naming_the_id(engine_id: str) -> None:
         registry.describe_engine(engine_id)
 
 
-def test_memory_config_default_build_names_tinyhumans() -> None:
-    if "tinyhumans" in registry.engine_ids():
-        pytest.skip("the hosted engine is registered in this build")
-    for credential in (None, EngineCredential.static(CANARY), EngineCredential.dynamic(_Source())):
-        with pytest.raises(ConfigError, match="`tinyhumans`") as caught:
-            MemoryConfig().build(credential)
-        assert CANARY not in str(caught.value)
-        assert CANARY not in repr(caught.value)
+class _CountingSource:
+    """A bearer source counting how often it is asked (a hosted request asks first)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def bearer(self) -> str:
+        self.asked += 1
+        return CANARY
+
+
+def test_memory_config_default_build_is_tinyhumans_and_sends_nothing() -> None:
+    with MemoryConfig().build(EngineCredential.static(CANARY)) as engine:
+        assert isinstance(engine, CortexEngine)
+        assert engine.descriptor().id == "tinyhumans"
+        endpoint = "https://api.tinyhumans.ai"
+        assert repr(engine) == f"CortexEngine(wire='tinyhumans', endpoint={endpoint!r})"
+        assert CANARY not in repr(engine)
+    # The hosted wire asks its source for the bearer before every request: a source
+    # never asked means construction sent nothing.
+    source = _CountingSource()
+    with MemoryConfig().build(EngineCredential.dynamic(source)) as engine:
+        assert engine.descriptor().id == "tinyhumans"
+    assert source.asked == 0
+
+
+@pytest.mark.parametrize(
+    "credential", [None, EngineCredential.NONE, EngineCredential.static("   ")]
+)
+def test_memory_config_default_build_without_a_credential_names_tinyhumans(
+    credential: Optional[EngineCredential],
+) -> None:
+    with pytest.raises(ConfigError, match="`tinyhumans`") as caught:
+        MemoryConfig().build(credential)
+    assert "credential" in caught.value.message
+    for text in (str(caught.value), repr(caught.value)):
+        assert CANARY not in text
 
 
 def test_memory_config_builds_local() -> None:

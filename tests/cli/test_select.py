@@ -13,6 +13,7 @@ from cortex_memory.config import EngineSettings
 from cortex_memory.contract import Consolidation, EngineDescriptor, FetchMode, MemoryEngine
 from cortex_memory.contract.conformance import ReferenceEngine
 from cortex_memory.registry import EngineCredential
+from cortex_memory.testing import HostedDouble
 
 Runner = Callable[..., Any]  # the `cli` fixture of conftest.py
 
@@ -129,17 +130,24 @@ def test_flags_beat_the_config_file(cli: Runner, env: Dict[str, str], tmp_path: 
     assert cli("store", "y", "--engine", "local").status == 0
 
 
-def test_a_config_selecting_the_default_engine_names_tinyhumans(
+def test_a_config_selecting_the_default_engine_uses_tinyhumans(
     cli: Runner, env: Dict[str, str], tmp_path: Path
 ) -> None:
-    if "tinyhumans" in registry.engine_ids():
-        pytest.skip("the hosted engine is registered in this build")
     env["CORTEX_MEMORY_CONFIG"] = str(_write(tmp_path / "c.toml", "# defaults only\n"))
-    result = cli("list")
-    assert result.status == 3
-    assert result.err.startswith("cortex-memory: configuration error: unknown engine `tinyhumans`")
-    assert "Traceback" not in result.err
-    assert result.out == ""
+    missing = cli("list")
+    assert missing.status == 3
+    assert missing.err.startswith("cortex-memory: configuration error: engine `tinyhumans`")
+    assert "set CORTEX_MEMORY_TINYHUMANS_TOKEN in the environment" in missing.err
+    assert "Traceback" not in missing.err
+    assert missing.out == ""
+    env["CORTEX_MEMORY_TINYHUMANS_TOKEN"] = CANARY
+    with HostedDouble(rate_limit_requests=None) as double:
+        listed = cli("list", "--json", "--endpoint", double.url)
+        assert listed.status == 0, listed.err
+        assert json.loads(listed.out)["items"] == []
+        assert double.state.requests()
+        assert all(line.startswith("GET /memory/") for line in double.state.requests())
+    assert CANARY not in listed.out + listed.err
 
 
 @pytest.mark.parametrize(
@@ -269,13 +277,35 @@ def test_a_missing_key_names_the_variable_and_builds_nothing(
     assert fake_cortex.calls == []
 
 
-def test_a_credential_for_an_engine_not_in_this_build_falls_back_to_local(
+def test_a_tinyhumans_token_in_the_environment_selects_tinyhumans(
     cli: Runner, env: Dict[str, str]
 ) -> None:
-    if "tinyhumans" in registry.engine_ids():
-        pytest.skip("the hosted engine is registered in this build")
     env["CORTEX_MEMORY_TINYHUMANS_TOKEN"] = CANARY
-    result = cli("store", "still local")
-    assert result.status == 0
-    assert FALLBACK in result.err
-    assert CANARY not in result.err + result.out
+    with HostedDouble(rate_limit_requests=None) as double:
+        health = cli("health", "--endpoint", double.url)
+        assert health.status == 0, health.err
+        stored = cli("store", "to the hosted engine", "--endpoint", double.url)
+        assert stored.status == 0, stored.err
+        listed = cli("list", "--json", "--endpoint", double.url)
+        assert listed.status == 0, listed.err
+        lines = double.state.requests()
+        bearers = set(double.state.seen.auth)
+    assert [item["text"] for item in json.loads(listed.out)["items"]] == ["to the hosted engine"]
+    assert lines[0] == "GET /memory/scopes?prefix=tmh%3Aprobe&limit=1"  # the hosted health probe
+    assert "POST /memory/experience" in lines
+    assert not any("/v1/" in line for line in lines)
+    assert bearers == {f"Bearer {CANARY}"}
+    # No fallback note, no local database, no token in any output.
+    assert FALLBACK not in health.err + stored.err + listed.err
+    assert not _db(env).exists()
+    assert CANARY not in health.out + health.err + stored.out + stored.err + listed.out + listed.err
+
+
+def test_the_cortexdb_key_wins_over_the_tinyhumans_token(
+    cli: Runner, env: Dict[str, str], fake_cortex: _FakeCortex
+) -> None:
+    env["CORTEX_MEMORY_TINYHUMANS_TOKEN"] = "tiny_" + CANARY
+    env["CORTEX_MEMORY_API_KEY"] = CANARY
+    assert cli("list").status == 0
+    ((_, credential),) = fake_cortex.calls
+    assert credential.cortex_credential("cortexdb").bearer() == CANARY
