@@ -38,6 +38,7 @@ import statistics
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 from urllib.parse import quote
@@ -254,10 +255,16 @@ def main() -> int:
 
         # Warm both paths (the actor lookup, first connections) and write every
         # turn once before any window.
-        for thread in range(max(THREADS)):
-            for n in range(2 * TURNS):
+        engine_op(0, 1)  # the actor lookup, once
+        floor_op(0, 1)
+
+        def write_turns(thread: int) -> None:
+            for n in range(0, 2 * TURNS, 2):  # the even operations are the stores
                 engine_op(thread, n)
                 floor_op(thread, n)
+
+        with ThreadPoolExecutor(max(THREADS)) as warm:
+            list(warm.map(write_turns, range(max(THREADS))))
         for _ in range(rounds):
             for threads in THREADS:
                 for name, operation in (("engine", engine_op), ("floor", floor_op)):
