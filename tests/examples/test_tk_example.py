@@ -17,6 +17,7 @@ errors by class, close() joining the thread, the default local engine.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -272,9 +273,11 @@ def _scenario_on_xvfb(local: LocalEngine) -> None:  # pragma: no cover - needs X
     proc, display = _start_xvfb()
     previous = os.environ.get("DISPLAY")
     os.environ["DISPLAY"] = display
+    made: List[tk.Tk] = []  # the root, once built; emptied when close() destroyed it
+    slow = Gated(local)
     try:
         root = tk.Tk()
-        slow = Gated(local)
+        made.append(root)
         window = tk_memory.run(slow, root=root)
         ticks = [0]
 
@@ -299,9 +302,14 @@ def _scenario_on_xvfb(local: LocalEngine) -> None:  # pragma: no cover - needs X
         assert "[recall ok] The helix release ships on Friday." in window.transcript()
         worker = window.worker
         window.close()
+        made.clear()  # close() destroyed the root
         assert not worker.alive
         assert slow.closed
     finally:
+        slow.release()  # a failed run must not leave the worker waiting at the gate
+        for leftover in made:
+            with contextlib.suppress(tk.TclError):
+                leftover.destroy()
         if previous is None:
             os.environ.pop("DISPLAY", None)
         else:
