@@ -12,7 +12,7 @@ from collections import abc
 from datetime import datetime, timezone
 from typing import Any, Iterable, Optional, Tuple, Type, TypeVar
 
-from cortex_memory.contract._enum import WireEnum, quote
+from cortex_memory.contract._enum import WireEnum
 from cortex_memory.contract.jsonfmt import to_f32
 from cortex_memory.errors import InvalidRequestError
 
@@ -93,12 +93,7 @@ def enum_member(owner: object, name: str, cls: Type[_E], value: object) -> _E:
     if isinstance(value, cls):
         return value
     if isinstance(value, str):
-        try:
-            return cls(value)
-        except ValueError:
-            raise InvalidRequestError(
-                f"unknown {cls.__name__} value {quote(value)}"
-            ) from None
+        return cls.parse(value, f"{cls.__name__} value")
     raise _type_error(owner, name, f"a {cls.__name__}", value)
 
 
