@@ -537,3 +537,25 @@ def test_fences_markers_and_indentation_are_parsed(tmp_path: Path) -> None:
     assert (first.line, first.lang, first.marker) == (4, "python", ("not-run", "needs a display"))
     assert (second.lang, second.code, second.marker) == ("sh", "cortex-memory demo\n", None)
     assert (third.lang, third.code) == ("", "plain\n")
+
+
+def test_quickstart_demo_transcript_is_what_the_demo_prints(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    start = doc.index("```text\ncortex-memory demo:") + len("```text\n")
+    shown = doc[start : doc.index("```", start)]
+    done = subprocess.run(
+        [sys.executable, "-m", "cortex_memory", "demo"],
+        cwd=str(tmp_path),
+        env=_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        check=True,
+    )
+
+    def shape(text: str) -> List[str]:
+        # Scores may differ in the last digits between SQLite builds; the rest may not.
+        return [re.sub(r"\d+\.\d+", "#.#", line.rstrip()) for line in text.splitlines()]
+
+    assert shape(done.stdout) == shape(shown)
