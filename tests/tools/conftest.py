@@ -12,6 +12,7 @@ import pytest
 from cortex_memory.contract import MemoryEngine
 from cortex_memory.contract.conformance import ReferenceEngine
 from cortex_memory.local import LocalEngine
+from cortex_memory.testing import DirectDouble, HostedDouble
 from cortex_memory.tools.mcp import write_output_schema
 from cortex_memory.tools.memory import output_schema
 
@@ -37,10 +38,21 @@ def clock() -> MsClock:
     return MsClock()
 
 
-@pytest.fixture(params=["local", "reference"])
+@pytest.fixture(params=["local", "reference", "direct", "hosted"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryEngine]:
-    """Each engine the remote backend and the writer must work over."""
+    """Each engine the remote backend and the writer must work over.
+
+    ``direct`` and ``hosted`` are a ``CortexEngine`` on a fresh loopback double of
+    that wire (closed with the double).
+    """
     made: MemoryEngine
+    if request.param in ("direct", "hosted"):
+        double = (
+            DirectDouble() if request.param == "direct" else HostedDouble(rate_limit_requests=None)
+        )
+        with double:
+            yield double.engine()
+        return
     if request.param == "local":
         made = LocalEngine(str(tmp_path / "engine.sqlite3"))
     else:
