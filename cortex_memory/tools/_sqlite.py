@@ -16,6 +16,7 @@ import threading
 from typing import Iterator, Union
 
 from cortex_memory.errors import EngineError
+from cortex_memory.local.connections import write_transaction
 
 __all__ = ["Database", "MEMORY_PATH", "StrPath"]
 
@@ -66,14 +67,8 @@ class Database:
         with self._lock:
             cur = self._cursor()
             try:
-                cur.execute("BEGIN IMMEDIATE")
-                try:
+                with write_transaction(self._conn):
                     yield cur
-                    cur.execute("COMMIT")
-                except BaseException:
-                    with contextlib.suppress(sqlite3.Error):
-                        self._conn.rollback()
-                    raise
             except sqlite3.Error as exc:
                 raise self.failure(exc) from exc
             finally:
