@@ -559,3 +559,41 @@ def test_quickstart_demo_transcript_is_what_the_demo_prints(tmp_path: Path) -> N
         return [re.sub(r"\d+\.\d+", "#.#", line.rstrip()) for line in text.splitlines()]
 
     assert shape(done.stdout) == shape(shown)
+
+
+# -- cross-links ----------------------------------------------------------------------------
+
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_FENCED = re.compile(r"^(\s*)(`{3,}).*?^\1\2\s*$", re.MULTILINE | re.DOTALL)
+
+
+def _anchors(path: Path) -> List[str]:
+    """GitHub's anchors for the page's headings (a repeated heading gets ``-1``, ...)."""
+    seen: Dict[str, int] = {}
+    out: List[str] = []
+    for line in _FENCED.sub("", path.read_text(encoding="utf-8")).splitlines():
+        match = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+        if match is None:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", match.group(1).lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        out.append(slug if count == 0 else f"{slug}-{count}")
+    return out
+
+
+def test_relative_links_and_anchors_resolve() -> None:
+    broken: List[str] = []
+    for page in DOCS:
+        # Links inside code (fenced or inline) are not links.
+        prose = re.sub(r"`[^`\n]*`", "", _FENCED.sub("", page.read_text(encoding="utf-8")))
+        for target in _LINK.findall(prose):
+            if re.match(r"^[a-z]+:", target):
+                continue  # http:, https:, mailto:
+            file_part, _, anchor = target.partition("#")
+            linked = (page.parent / file_part).resolve() if file_part else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken, broken
