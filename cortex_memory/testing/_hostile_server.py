@@ -140,12 +140,7 @@ class HostileServer(RawServer):
     ) -> bool:
         self._send(conn, self._json_head(("Transfer-Encoding", "chunked"), CLOSE))
         data = (fill * (chunk // max(1, len(fill)) + 1))[:chunk]
-        frame = f"{len(data):x}\r\n".encode() + data + b"\r\n"
-        while not self._stop.is_set():
-            try:
-                conn.sendall(frame)
-            except OSError:
-                break
+        self._flood(conn, f"{len(data):x}\r\n".encode() + data + b"\r\n")
         return False
 
     def _b_chunk_cut(
@@ -185,12 +180,7 @@ class HostileServer(RawServer):
         if body is not None or size is not None:
             self._send(conn, body if body is not None else padded_json(size or 0))
             return False
-        piece = b"x" * 65536
-        while not self._stop.is_set():
-            try:
-                conn.sendall(piece)
-            except OSError:
-                break
+        self._flood(conn, b"x" * 65536)
         return False
 
     def _b_invalid_json(

@@ -244,6 +244,14 @@ class RawServer:
                 return False
         return True
 
+    def _flood(self, conn: socket.socket, data: bytes) -> None:
+        """Send ``data`` over and over until the peer leaves or we stop."""
+        while not self._stop.is_set():
+            try:
+                conn.sendall(data)
+            except OSError:
+                return
+
     def _hold(self, conn: socket.socket) -> None:
         """Keep the connection open, reading nothing, until the peer closes or we stop."""
         while not self._stop.is_set():
