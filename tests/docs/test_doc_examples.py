@@ -12,10 +12,12 @@ happens to it:
   scratch folder, so an example may import it "from the repository root".
 * ```` ```sh ```` and ```` ```console ````: ``cortex-memory ...`` and
   ``python -m cortex_memory...`` command lines (alone, or fed by ``echo`` /
-  ``printf``) run as subprocesses in document order with the same environment
-  and must exit 0; ``.venv/bin/cortex-memory`` resolves to this interpreter's
-  environment. In a console block, ``$ `` starts a command and the lines after
-  it are output it must show (``<placeholder>`` matches any word); a command
+  ``printf``), and setup lines made only of ``echo``, ``printf``, ``mkdir`` and
+  ``cat`` (``printf ... > notes.md``), run through ``/bin/sh`` in document
+  order, between the python blocks, with the same environment, and must exit
+  0; ``.venv/bin/cortex-memory`` resolves to this interpreter's environment.
+  In a console block, ``$ `` starts a command and the lines after it are
+  output it must show (``<placeholder>`` matches any word); a command
   still running once it has (a server) gets SIGINT and must then exit 0. Any
   other line (``pip install``, ``git clone``...) is only checked to be
   well-formed shell, and its program must be one of ``NOT_RUN_PROGRAMS``.
@@ -24,10 +26,11 @@ happens to it:
 
 A python or sh block that truly cannot run is preceded by
 ``<!-- not-run: reason -->`` (``<!-- not run: reason -->`` works too) and is
-compiled, or checked to be well-formed shell, instead; the (document, language,
-reason) triples are pinned in ``NOT_RUN_BLOCKS`` so nothing is dropped silently. A block preceded by
-``<!-- needs: module -->`` runs when that module is importable and is skipped,
-with the reason, otherwise.
+compiled, or checked to be well-formed shell, instead; the (document,
+language, reason) triples are pinned in ``NOT_RUN_BLOCKS`` so nothing is
+dropped silently. A python block preceded by ``<!-- needs: module -->`` runs
+when that module is importable and is skipped, with the reason, otherwise.
+After a page's examples no thread they started may still be running.
 """
 
 from __future__ import annotations
