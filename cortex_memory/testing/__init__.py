@@ -21,7 +21,13 @@ from __future__ import annotations
 from cortex_memory.testing._direct import DirectDouble
 from cortex_memory.testing._engines import TEST_TOKEN, TEST_VISIBILITY, both_doubles, sample_items
 from cortex_memory.testing._hosted import HostedDouble
-from cortex_memory.testing._knobs import ALLOWED_SCOPE_TYPES, FOREVER, fault
+from cortex_memory.testing._knobs import (
+    ALLOWED_SCOPE_TYPES,
+    FOREVER,
+    KNOB_DEFAULTS,
+    LEGACY_KNOBS,
+    fault,
+)
 from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing.hostile import CountingServer, HostileServer, LoopbackServer, unused_url
 
@@ -33,6 +39,8 @@ __all__ = [
     "FOREVER",
     "HostedDouble",
     "HostileServer",
+    "KNOB_DEFAULTS",
+    "LEGACY_KNOBS",
     "LoopbackServer",
     "TEST_TOKEN",
     "TEST_VISIBILITY",

@@ -7,7 +7,8 @@ exist, what they start as and which values each kind accepts.
 
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, Optional, Tuple, Union
+from types import MappingProxyType
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple, Union
 
 __all__ = [
     "ALLOWED_SCOPE_TYPES",
@@ -15,7 +16,9 @@ __all__ = [
     "DEFAULTS",
     "FAILURE_KNOBS",
     "FOREVER",
+    "KNOB_DEFAULTS",
     "KNOB_NAMES",
+    "LEGACY_KNOBS",
     "LEGACY_PROFILE",
     "TRANSPORT_KNOBS",
     "Count",
@@ -190,6 +193,9 @@ DEFAULTS: Dict[str, Any] = {
 }
 
 KNOB_NAMES: FrozenSet[str] = frozenset(DEFAULTS)
+
+#: The public, read-only view of every knob and its default value.
+KNOB_DEFAULTS: Mapping[str, Any] = MappingProxyType(DEFAULTS)
 """Every knob a `DoubleState` accepts."""
 
 TRANSPORT_KNOBS: Tuple[str, ...] = (
@@ -238,4 +244,7 @@ LEGACY_PROFILE: Dict[str, Any] = {
     "size_counts_role_prefix": False,
     "rate_limit_requests": None,
 }
+
+#: The public, read-only view of the legacy profile (``legacy=True``).
+LEGACY_KNOBS: Mapping[str, Any] = MappingProxyType(LEGACY_PROFILE)
 """The simpler behaviour of earlier doubles (doubles.md §3), set at once by `legacy=True`."""
