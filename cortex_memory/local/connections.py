@@ -31,6 +31,7 @@ from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableEr
 __all__ = [
     "ConnectionPool",
     "open_connection",
+    "prepare_private_file",
     "read_transaction",
     "sqlite_errors",
     "write_transaction",
@@ -82,7 +83,7 @@ def sqlite_errors(action: str) -> Iterator[None]:
         ) from exc
 
 
-def _prepare_file(path: str) -> None:
+def prepare_private_file(path: str) -> None:
     """Create the database's folder and an empty private file when they are missing.
 
     SQLite would create the file with the process umask (often world-readable);
@@ -105,7 +106,7 @@ def open_connection(path: str, timeout: float) -> sqlite3.Connection:
     for another connection's lock before failing with "database is locked".
     """
     if path != MEMORY:
-        _prepare_file(path)
+        prepare_private_file(path)
     conn = sqlite3.connect(
         path, timeout=timeout, isolation_level=None, check_same_thread=False
     )

@@ -16,7 +16,7 @@ import threading
 from typing import Iterator, Union
 
 from cortex_memory.errors import EngineError
-from cortex_memory.local.connections import write_transaction
+from cortex_memory.local.connections import prepare_private_file, write_transaction
 
 __all__ = ["Database", "MEMORY_PATH", "StrPath"]
 
@@ -33,14 +33,19 @@ class Database:
         self._what = what
         target = os.fspath(path)
         try:
+            if target != MEMORY_PATH:
+                # Memory is private: a new file (and its folder) is created owner-only,
+                # as the local engine does, instead of with the process umask.
+                prepare_private_file(target)
             conn = sqlite3.connect(
                 target,
                 timeout=_BUSY_TIMEOUT_S,
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except sqlite3.Error as exc:
-            raise EngineError(f"{what} could not be opened: {exc}") from exc
+        except (sqlite3.Error, OSError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise EngineError(f"{what} could not be opened: {reason}") from exc
         self._conn = conn
         self._lock = threading.RLock()
         self._closed = False
