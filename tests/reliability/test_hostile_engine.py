@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 import tracemalloc
-from typing import Any, Callable, Iterator, List, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Tuple, Type
 
 import pytest
 
@@ -29,13 +29,21 @@ from cortex_memory import (
     Role,
     TextBody,
     Turn,
+    UnauthorizedError,
     UnavailableError,
     WaitFor,
 )
 from cortex_memory.contract import Conversation
 from cortex_memory.cortex import CortexCredential, CortexEngine, StaticBearer, Timing
 from cortex_memory.cortex.transport import SUCCESS_CAP
-from cortex_memory.testing import CountingServer, DirectDouble, HostileServer, fault
+from cortex_memory.testing import (
+    CountingServer,
+    DirectDouble,
+    HostileServer,
+    LoopbackServer,
+    fault,
+)
+from cortex_memory.testing.hostile import RawRequest
 
 from ._support import CANARY_TOKEN, engine_on, seed
 
@@ -291,3 +299,47 @@ def test_a_connection_abandoned_mid_answer_is_replaced(knob: str, value: Any) ->
         assert double.state.counters["connections"] <= warm + 1
         engine.list(ListRequest(DOCS, 5))
         assert double.state.counters["connections"] == warm + 1
+
+
+# -- JSON nested deeper than the parser's recursion ------------------------------------------
+
+NESTED = b"[" * 100_000 + b"]" * 100_000  # 200 KB, far under the cap, far over the recursion
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_deeply_nested_success_body_is_an_engine_error(make_engine, wire: str) -> None:
+    with HostileServer("invalid_json", body=NESTED, spare_whoami=True) as server:
+        engine = make_engine(server.url, wire)
+        for call in (read, write):
+            result, _ = outcome(lambda call=call: call(engine))
+            assert isinstance(result, EngineError), result
+            assert "invalid JSON" in result.message
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("status", [400, 401, 500])
+def test_deeply_nested_error_body_keeps_the_status_mapping(
+    make_engine, wire: str, status: int
+) -> None:
+    expected = {400: InvalidRequestError, 401: UnauthorizedError, 500: UnavailableError}[status]
+    with HostileServer("invalid_json", status=status, body=NESTED[:60_000]) as server:
+        engine = make_engine(server.url, wire)
+        for call in (read, write):
+            result, _ = outcome(lambda call=call: call(engine))
+            assert isinstance(result, expected), result
+            assert len(result.message.partition(" — ")[2]) <= 300
+
+
+def test_deeply_nested_whoami_answer_means_no_actor(make_engine) -> None:
+    def answer(request: RawRequest) -> Tuple[int, Dict[str, str], Any]:
+        if request.path == "/v1/auth/whoami":
+            return 200, {}, NESTED
+        return 200, {}, {"items": [], "has_more": False}
+
+    with LoopbackServer(answer) as server:
+        engine = make_engine(server.url, "direct")
+        assert read(engine).items == ()
+        assert read(engine).items == ()
+        asked = [r for r in server.requests if r.path == "/v1/auth/whoami"]
+        assert len(asked) == 1  # an unusable answer: absent, never asked again
+        assert all(r.header("x-cortex-actor") is None for r in server.requests)

@@ -57,7 +57,7 @@ def actor_from_whoami(status: int, body: bytes) -> LookupOutcome:
         return _NOTHING
     try:
         parsed = json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the recursion limit
         return (ActorState.ABSENT, None)
     caller = parsed.get("caller") if isinstance(parsed, dict) else None
     if isinstance(caller, str):

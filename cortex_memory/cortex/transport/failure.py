@@ -134,7 +134,7 @@ def strip_query(route: str) -> str:
 def _parse_object(body: bytes) -> Optional[Dict[str, object]]:
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the recursion limit
         return None
     return parsed if isinstance(parsed, dict) else None
 

@@ -73,7 +73,9 @@ def decode_data(
         return None
     try:
         value = _parse_json(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: nesting deeper than the parser's recursion limit, which a
+        # body far under the size cap can reach.
         raise EngineError(f"{where} returned invalid JSON") from None
     if not hosted:
         return value
