@@ -159,7 +159,7 @@ def _item_from_args(ctx: Context) -> StoreItem:
         raw = read_input(ctx, args.item, "--item PATH")
         try:
             value = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep
             raise InvalidRequestError(f"the item is not valid JSON: {exc}") from None
         return StoreItem.from_json(value)
     kind = _item_type(args)
