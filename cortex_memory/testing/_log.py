@@ -88,7 +88,7 @@ def belief_text(event: Event) -> str:
     if text.startswith("{"):
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return text
         inner = parsed.get("text") if isinstance(parsed, dict) else None
         if isinstance(inner, str) and parsed.get("v") == 2:

@@ -67,7 +67,7 @@ def body_refusal(request: Request) -> Optional[Tuple[int, str]]:
         return 415, "Expected request with `Content-Type: application/json`"
     try:
         value = json.loads(request.body.decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
         return 400, "Failed to parse the request body as JSON"
     if not isinstance(value, dict):
         return 422, "Failed to deserialize the JSON body into the target type: expected an object"
