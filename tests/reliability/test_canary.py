@@ -15,6 +15,7 @@ token or a path, and memory content never appears in a record above DEBUG.
 from __future__ import annotations
 
 import copy
+import logging
 from pathlib import Path
 from typing import Any, Callable, List, Tuple
 
@@ -63,6 +64,7 @@ from ._support import (
     check_requests,
     new_items,
 )
+from .conftest import CanaryWatch
 
 FAST = Timing(
     request_timeout=0.3,
@@ -290,3 +292,23 @@ def test_the_local_engine_keeps_content_and_paths_out_of_its_logs(tmp_path: Path
     assert [text for text in shown if "canary" in text or CANARY_CONTENT in text] == []
     assert len(sweep.errors) >= 3  # the bogus cursor, at least
     assert len(sweep.results) > 60
+
+
+def test_the_watch_catches_each_kind_of_leak() -> None:
+    # The conftest handler itself, fed records directly (not through the root logger,
+    # so this test's own watch stays clean).
+    watch = CanaryWatch()
+    logger = logging.getLogger("cortex_memory.reliability.selftest")
+
+    def emit(level: int, message: str, *args: object) -> None:
+        watch.handle(logger.makeRecord(logger.name, level, __file__, 1, message, args, None))
+
+    emit(logging.DEBUG, "stored %r", CANARY_CONTENT)  # content at DEBUG is allowed
+    emit(logging.INFO, "listing %d items", 3)
+    assert watch.leaks == []
+    emit(logging.DEBUG, "bearer %s", CANARY_TOKEN)
+    emit(logging.DEBUG, "path %s", CANARY_PATHS[0])
+    emit(logging.WARNING, "stored %r", CANARY_CONTENT)
+    kinds = ["the canary token", "local path", "memory content above DEBUG"]
+    assert [any(kind in leak for leak in watch.leaks) for kind in kinds] == [True, True, True]
+    assert watch.seen == 5
