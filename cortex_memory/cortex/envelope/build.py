@@ -47,38 +47,30 @@ def envelopes(item: StoreItem, item_id: Optional[str] = None) -> List[Envelope]:
         item_id = item.fingerprint()
     meta = item.meta
     digests = path_digests(meta)
-    base = Envelope(
-        id=item_id,
-        kind=item.item_kind,
-        text="",
-        meta=wire_meta(meta),
-        ws=digests.ws,
-        fp=digests.fp,
-        fd=digests.fd,
-    )
+    sent = wire_meta(meta)
+    kind = item.item_kind
+    # Learnings and turns are built whole rather than by replace() on a base
+    # envelope: this runs on every write, and replace() re-reads every field.
     if isinstance(item, Document):
-        return _document(item, base)
+        whole = Envelope(item_id, kind, "", sent, digests.ws, digests.fp, digests.fd)
+        return _document(item, whole)
     if isinstance(item, Learning):
         return [
-            replace(
-                base,
-                text=item.text,
-                learning_kind=item.kind,
-                confidence=item.confidence,
-                evidence=item.evidence,
+            Envelope(
+                item_id, kind, item.text, sent, digests.ws, digests.fp, digests.fd,
+                learning_kind=item.kind, confidence=item.confidence, evidence=item.evidence,
             )
-        ]
+        ]  # fmt: skip
     count = len(item.turns)
     if count > U32_MAX:
         raise InvalidRequestError(f"a conversation holds at most {U32_MAX} turns")
     return [
-        replace(
-            base,
-            text=turn.text,
+        Envelope(
+            item_id, kind, turn.text, sent, digests.ws, digests.fp, digests.fd,
             turn=TurnInfo(index, count, turn.role, turn.at, turn.tool_calls),
         )
         for index, turn in enumerate(item.turns)
-    ]
+    ]  # fmt: skip
 
 
 def document_overhead(whole: Envelope, paged: bool) -> int:

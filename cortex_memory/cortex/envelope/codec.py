@@ -100,13 +100,21 @@ def part_labels(envelope_json: str) -> List[str]:
     return labels
 
 
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def encode_checked(env: Envelope) -> Encoded:
     """Encode ``env`` for the wire: v3 when it fits, else v2 (§7.6).
 
     Raises ``InvalidRequestError`` when the v2 encoding would pass 786 432 bytes.
     """
-    v2 = encode(env)
-    size = len(v2.encode("utf-8", "surrogatepass"))
+    # The v3 JSON is the v2 JSON with ``"v":3`` for ``"v":2`` (one digit either way)
+    # and ``"text":""`` for the text member: ``dumps`` writes members one after
+    # another, so the v2 size follows from the v3 JSON without writing v2, which
+    # is only written when it is sent.
+    v3 = dumps(env.to_json(3, text=""))
+    size = _utf8_len(v3) - len('""') + _utf8_len(dumps(env.text))
     if size > MAX_EVENT_BYTES:
         raise InvalidRequestError(
             f"a {env.kind.value} event would be {size} bytes; CortexDB refuses events over "
@@ -118,11 +126,11 @@ def encode_checked(env: Envelope) -> Encoded:
         # digest, after tm:k: (a logical workspace's label sits in field order).
         lookup.append(WORKSPACE_TAG + env.ws[:LOOKUP_HEX])
     if not env.text:
-        return Encoded(v2, tuple(lookup))
-    parts = part_labels(dumps(env.to_json(3, text="")))
+        return Encoded(encode(env), tuple(lookup))
+    parts = part_labels(v3)
     readable = readable_labels(env)
     if len(lookup) + len(readable) + len(parts) > MAX_LABELS:
-        return Encoded(v2, tuple(lookup))
+        return Encoded(encode(env), tuple(lookup))
     return Encoded(env.text, (*lookup, *readable, *parts))
 
 

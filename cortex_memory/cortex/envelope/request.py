@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from cortex_memory.contract.items import ItemKind, Role
@@ -36,15 +36,24 @@ BODY_KEY_HEX = 56
 _KEY_MEMBER = "idempotency_key"
 
 
+# json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds
+# this same encoder on every call; building it once spares that on every write.
+# encode() keeps no state between calls, so threads may share it.
+_COMPACT_SORTED = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_sorted(value: Any) -> str:
     """Compact JSON with keys sorted recursively: the form of every request body."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT_SORTED.encode(value)
 
 
 def body_key(body: Mapping[str, Any]) -> str:
     """``tm3:`` + 56 hex of SHA-256 over the compact sorted body without its key."""
-    rest = {name: value for name, value in body.items() if name != _KEY_MEMBER}
-    data = compact_sorted(rest).encode("utf-8", "surrogatepass")
+    return _key_of({name: value for name, value in body.items() if name != _KEY_MEMBER})
+
+
+def _key_of(unkeyed: Mapping[str, Any]) -> str:
+    data = compact_sorted(unkeyed).encode("utf-8", "surrogatepass")
     return BODY_KEY_PREFIX + hashlib.sha256(data).hexdigest()[:BODY_KEY_HEX]
 
 
@@ -71,24 +80,49 @@ class ExperienceRequest:
         return self.labels[0]
 
     def to_json(self) -> Dict[str, Any]:
-        """The request body (send it with :func:`compact_sorted`)."""
+        """The request body (send it with :func:`compact_sorted`, or send :meth:`body`)."""
         body = self._unkeyed()
         body[_KEY_MEMBER] = self.idempotency_key
         return body
 
+    def body(self) -> bytes:
+        """The bytes to send: ``compact_sorted(self.to_json())`` in UTF-8, as the
+        transport would encode :meth:`to_json`.
+
+        A lone surrogate (possible in a Python ``str``) cannot be sent as UTF-8:
+        ``UnicodeEncodeError`` (the writer reports it as the transport reports a
+        body it cannot encode).
+        """
+        return compact_sorted(self.to_json()).encode("utf-8")
+
     def _unkeyed(self) -> Dict[str, Any]:
-        context: Dict[str, Any] = {"labels": list(self.labels)}
-        if self.observed_at is not None:
-            context["observed_at"] = self.observed_at
-        body: Dict[str, Any] = {
-            "scope": self.scope,
-            "modality": self.modality,
-            "content": {"kind": "message", "role": self.role, "text": self.text},
-            "context": context,
-        }
-        if not self.extract:
-            body["directives"] = {"extract": []}
-        return body
+        return _unkeyed_body(
+            self.scope, self.modality, self.role, self.text, self.labels, self.observed_at,
+            self.extract,
+        )  # fmt: skip
+
+
+def _unkeyed_body(
+    scope: str,
+    modality: str,
+    role: str,
+    text: str,
+    labels: Tuple[str, ...],
+    observed_at: Optional[str],
+    extract: bool,
+) -> Dict[str, Any]:
+    context: Dict[str, Any] = {"labels": list(labels)}
+    if observed_at is not None:
+        context["observed_at"] = observed_at
+    body: Dict[str, Any] = {
+        "scope": scope,
+        "modality": modality,
+        "content": {"kind": "message", "role": role, "text": text},
+        "context": context,
+    }
+    if not extract:
+        body["directives"] = {"extract": []}
+    return body
 
 
 def experience_request(env: Envelope, encoded: Optional[Encoded] = None) -> ExperienceRequest:
@@ -111,14 +145,10 @@ def experience_request(env: Envelope, encoded: Optional[Encoded] = None) -> Expe
     else:
         modality = "observation"
     at = env.turn.at if env.turn is not None and env.turn.at is not None else env.meta.observed_at
-    request = ExperienceRequest(
-        scope=scope_path(env.meta.namespace, env.kind),
-        modality=modality,
-        role=role.value,
-        text=encoded.text,
-        labels=encoded.labels,
-        observed_at=None if at is None else format_timestamp_offset(at),
-        extract=env.meta.derive is not False and role is not Role.TOOL,
-    )
-    # Computed last, over everything else the body holds.
-    return replace(request, idempotency_key=body_key(request._unkeyed()))
+    scope = scope_path(env.meta.namespace, env.kind)
+    observed_at = None if at is None else format_timestamp_offset(at)
+    extract = env.meta.derive is not False and role is not Role.TOOL
+    # The key is computed over everything else the body holds.
+    text, labels = encoded
+    key = _key_of(_unkeyed_body(scope, modality, role.value, text, labels, observed_at, extract))
+    return ExperienceRequest(scope, modality, role.value, text, labels, observed_at, extract, key)

@@ -28,16 +28,28 @@ from cortex_memory.cortex.envelope.request import ExperienceRequest
 from cortex_memory.cortex.log.read import Log
 from cortex_memory.cortex.log.timing import MAX_BULK_EVENTS, PAGE_LIMIT, WRITE_ATTEMPTS, next_poll
 from cortex_memory.cortex.timing import Deadline
-from cortex_memory.cortex.transport.client import backoff
+from cortex_memory.cortex.transport.client import HttpClient, backoff
+from cortex_memory.cortex.transport.failure import build_failure
 from cortex_memory.cortex.transport.keys import fresh_claim
 from cortex_memory.cortex.wire import Route
 from cortex_memory.errors import ConflictError, EngineError, Error, UnavailableError
 
-__all__ = ["Receipt", "Written", "find_written", "recover", "write", "write_events", "written"]
+__all__ = [
+    "Receipt",
+    "Written",
+    "bulk_body",
+    "find_written",
+    "recover",
+    "write",
+    "write_events",
+    "written",
+]
 
 logger = logging.getLogger(__name__)
 
 _ORDERING = "strict_temporal"
+_BULK_HEAD = b'{"items":['
+_BULK_TAIL = b'],"ordering":"' + _ORDERING.encode() + b'"}'
 _WAIT_INDEXED = "?wait=indexed"
 
 
@@ -57,6 +69,28 @@ class Written(NamedTuple):
     labels: Sequence[str]
     event_id: str
     replayed: bool
+
+
+def bulk_body(requests: Sequence[ExperienceRequest]) -> bytes:
+    """The bytes of ``{"items": [...], "ordering": "strict_temporal"}`` as the transport
+    writes a JSON body (compact, keys sorted: ``items`` before ``ordering``), joined
+    from each event's :meth:`~ExperienceRequest.body` rather than written again.
+
+    ``UnicodeEncodeError`` as :meth:`ExperienceRequest.body`.
+    """
+    return b"".join((_BULK_HEAD, b",".join([request.body() for request in requests]), _BULK_TAIL))
+
+
+def _payload(client: HttpClient, requests: Sequence[ExperienceRequest], *, bulk: bool) -> bytes:
+    """The body of a bulk of ``requests``, or of the one request when not ``bulk``.
+
+    A text UTF-8 cannot carry (a lone surrogate) fails as the transport fails a
+    body it cannot encode: nothing is sent.
+    """
+    try:
+        return bulk_body(requests) if bulk else requests[0].body()
+    except UnicodeEncodeError as exc:
+        raise build_failure(client.host) from exc
 
 
 def _checked(request: ExperienceRequest) -> ExperienceRequest:
@@ -124,14 +158,15 @@ def _write_direct(
     client = log.client
     if len(requests) == 1:
         route = log.route(Route.EXPERIENCE)
-        data = client.once("POST", route + query, requests[0].to_json(), deadline=deadline).data
+        body = _payload(client, requests, bulk=False)
+        data = client.once("POST", route + query, body, deadline=deadline).data
         return [_receipt(data, f"memory API {route} on {client.host}")]
     route = log.route(Route.BULK)
     where = f"memory API {route} on {client.host}"
     receipts: List[Receipt] = []
     for start in range(0, len(requests), MAX_BULK_EVENTS):
         batch = requests[start : start + MAX_BULK_EVENTS]
-        body = {"items": [request.to_json() for request in batch], "ordering": _ORDERING}
+        body = _payload(client, batch, bulk=True)
         data = client.once("POST", route + query, body, deadline=deadline).data
         results: Any = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
