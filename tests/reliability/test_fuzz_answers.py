@@ -263,7 +263,7 @@ def _property(hosted: bool) -> Any:
 
 @pytest.mark.parametrize("hosted", [False, True], ids=["direct", "hosted"])
 def test_any_answers_give_a_value_or_an_error(answering: Answering, hosted: bool) -> None:
-    settings(max_examples=120, deadline=None, suppress_health_check=CHECKS)(_property(hosted))(
+    settings(max_examples=60, deadline=None, suppress_health_check=CHECKS)(_property(hosted))(
         answering
     )
 
