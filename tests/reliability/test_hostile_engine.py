@@ -26,6 +26,7 @@ from cortex_memory import (
     MemoryMeta,
     MetaFilter,
     Reach,
+    RecallRequest,
     Role,
     TextBody,
     Turn,
@@ -343,3 +344,36 @@ def test_deeply_nested_whoami_answer_means_no_actor(make_engine) -> None:
         asked = [r for r in server.requests if r.path == "/v1/auth/whoami"]
         assert len(asked) == 1  # an unusable answer: absent, never asked again
         assert all(r.header("x-cortex-actor") is None for r in server.requests)
+
+
+# -- malformed envelopes ----------------------------------------------------------------------
+
+MALFORMED = [
+    ("hosted", {"items": [], "has_more": False}),  # a Direct body where the envelope belongs
+    ("hosted", {"success": True}),  # no data
+    ("hosted", {"success": "true", "data": {"items": []}}),  # success is not a boolean
+    ("hosted", [{"success": True, "data": {}}]),  # not an object
+    ("hosted", None),
+    ("direct", {"event_id": 7}),  # a receipt whose id is not text
+    ("direct", {"items": [], "results": "all good", "pack_id": None, "answer": 5}),
+]
+
+
+@pytest.mark.parametrize(("wire", "body"), MALFORMED)
+def test_malformed_envelopes_are_engine_errors(make_engine, wire: str, body: Any) -> None:
+    def answer(request: RawRequest) -> Tuple[int, Dict[str, str], Any]:
+        if request.path == "/v1/auth/whoami":
+            return 404, {}, b""
+        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+    with LoopbackServer(answer) as server:
+        engine = make_engine(server.url, wire)
+        calls: List[Callable[[], Any]] = [
+            lambda: write(engine),
+            lambda: engine.recall(RecallRequest("which tea", 3, DOCS), deadline=10.0),
+        ]
+        if wire == "hosted":
+            calls.append(lambda: read(engine))
+        for call in calls:
+            result, _ = outcome(call)
+            assert isinstance(result, EngineError), result
