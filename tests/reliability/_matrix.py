@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from cortex_memory import Error
-from cortex_memory.testing import DirectDouble, HostedDouble
-from cortex_memory.testing._knobs import KNOB_NAMES, Fault
+from cortex_memory.testing import KNOB_DEFAULTS, DirectDouble, HostedDouble
+from cortex_memory.testing._knobs import Fault
 
 from ._cases import CASES, Case
 from ._ops import OPS, PREFIXES, RETRIED_READS, WIRES, Op, prepare
@@ -153,7 +153,7 @@ def invoke(op: Op, engine: Any) -> Outcome:
 
 def _snapshot(state: Any) -> Dict[str, Any]:
     with state.lock:
-        return {name: getattr(state, name) for name in KNOB_NAMES}
+        return {name: getattr(state, name) for name in KNOB_DEFAULTS}
 
 
 def run_cell(cell: Cell) -> Outcome:

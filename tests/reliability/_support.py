@@ -13,7 +13,7 @@ from __future__ import annotations
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cortex_memory import (
     Conversation,
@@ -251,16 +251,3 @@ def check_requests(state: Any, token: str = CANARY_TOKEN) -> List[str]:
 
 def _found(text: str) -> Iterable[str]:
     return [frag for frag in PATH_FRAGMENTS if frag in text]
-
-
-def ids_of(items: Iterable[StoreItem]) -> List[str]:
-    """The fingerprints of ``items``."""
-    return [item.fingerprint() for item in items]
-
-
-def flatten(values: Iterable[Iterable[str]]) -> Set[str]:
-    """Union of several id collections."""
-    out: Set[str] = set()
-    for group in values:
-        out.update(group)
-    return out

@@ -107,17 +107,16 @@ def outcome(call: Callable[[], Any]) -> Tuple[Any, float]:
 READ_BOUND = 3 * 2 * REQUEST_TIMEOUT + 2.0
 WRITE_BOUND = 2 * REQUEST_TIMEOUT + 2.0
 
+CUT = b'{"items":'
 SLOW_CASES = [
     ("slow_headers", {"interval": 1.0}, UnavailableError),
     ("slow_body", {"rate": 20, "size": 2000}, UnavailableError),
     ("chunk_cut", {"declared": 100, "sent": 10}, UnavailableError),
-    ("length_overstated", {"declared": 100, "body": b'{"items":', "then": "close"},
-     UnavailableError),
-    ("length_overstated", {"declared": 100, "body": b'{"items":', "then": "hold"},
-     UnavailableError),
+    ("length_overstated", {"declared": 100, "body": CUT, "then": "close"}, UnavailableError),
+    ("length_overstated", {"declared": 100, "body": CUT, "then": "hold"}, UnavailableError),
     ("invalid_json", {}, EngineError),
     ("invalid_json", {"body": b'{"items": [1, 2'}, EngineError),
-]  # fmt: skip
+]
 
 
 def _alternate(cases: List[Any]) -> List[Any]:
