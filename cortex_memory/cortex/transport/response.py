@@ -55,9 +55,15 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+# NaN and Infinity are Python extensions, not JSON: a backend sending them is broken.
+# json.loads(raw, parse_constant=...) builds this same decoder on every call; it
+# keeps no state between calls, so threads may share one.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _parse_json(raw: bytes) -> object:
-    # NaN and Infinity are Python extensions, not JSON: a backend sending them is broken.
-    return json.loads(raw, parse_constant=_reject_constant)
+    # What json.loads does with bytes: detect UTF-8/16/32 and decode, then parse.
+    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def decode_data(
