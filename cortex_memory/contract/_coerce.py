@@ -147,6 +147,8 @@ def utc(owner: object, name: str, value: object) -> Optional[datetime]:
 
 def f32_field(owner: object, name: str, value: object) -> float:
     """Round a float32 field; anything but an ``int`` or ``float`` is ``TypeError``."""
+    if type(value) is float:  # the common case, decided by one check
+        return to_f32(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _type_error(owner, name, "a float", value)
     return to_f32(value)

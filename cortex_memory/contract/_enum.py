@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Type, TypeVar
+from functools import cache
+from typing import Dict, Optional, Type, TypeVar
 
 from cortex_memory.errors import InvalidRequestError
 
@@ -43,9 +44,20 @@ class WireEnum(str, Enum):
         if isinstance(value, cls):
             return value
         if isinstance(value, str):
+            # The members by wire string first: calling the class does the same
+            # lookup behind several Python frames (read for every decoded event).
+            member: Optional[_E] = _members(cls).get(value)
+            if member is not None:
+                return member
             try:
-                return cls(value)
+                return cls(value)  # _missing_ (retired values) and the refusal
             except ValueError:
                 pass
             raise InvalidRequestError(f"unknown {what} {quote(value)}")
         raise InvalidRequestError(f"{what} must be a string")
+
+
+@cache
+def _members(cls: Type[_E]) -> Dict[str, _E]:
+    """Each member of ``cls`` by its wire string, built once per class (thread-safe)."""
+    return {member.value: member for member in cls}

@@ -297,12 +297,21 @@ class Learning(StoreItem):
     meta: MemoryMeta = _DEFAULT_META
 
     def __post_init__(self) -> None:
-        req_str(self, "text", self.text)
+        # Every read of a learning builds one: when text, evidence and meta have
+        # their exact types (the common case) their named checks cannot fail.
+        fine = (
+            type(self.text) is str
+            and (self.evidence is None or type(self.evidence) is str)
+            and type(self.meta) is MemoryMeta
+        )
+        if not fine:
+            req_str(self, "text", self.text)
         if type(self.kind) is not LearningKind:
             set_attr(self, "kind", enum_member(self, "kind", LearningKind, self.kind))
         set_attr(self, "confidence", f32_field(self, "confidence", self.confidence))
-        opt_str(self, "evidence", self.evidence)
-        req_type(self, "meta", MemoryMeta, self.meta)
+        if not fine:
+            opt_str(self, "evidence", self.evidence)
+            req_type(self, "meta", MemoryMeta, self.meta)
 
     @property
     def item_confidence(self) -> Optional[float]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Dict, Iterable, Optional, Tuple
 
@@ -317,27 +317,44 @@ class MemoryMeta:
         o = obj(value, "meta")
         if not o:
             return _DEFAULT_META
-        ns = o.get("namespace")
-        turns = o.get("turns")
-        call = o.get("tool_call")
-        source = o.get("source")
-        actor = o.get("observed_actor")
-        strings = {name: o.get(name) for name in _META_STRINGS}
-        for name, text in strings.items():
-            if text is not None and type(text) is not str:
-                raise InvalidRequestError(f"meta.{name} must be a string")
-        return cls(
-            namespace=_ROOT if ns is None else Namespace.from_json(ns),
-            turns=None if turns is None else TurnRange.from_json(turns),
-            agent_id=get_opt_str(o, "agent_id", "meta"),
-            tool_call=None if call is None else ToolCallRef.from_json(call),
-            source=_DEFAULT_SOURCE if source is None else Source.from_json(source),
-            tags=get_str_tuple(o, "tags", "meta"),
-            observed_at=opt_timestamp(o, "observed_at", "meta"),
-            derive=opt_bool(o, "derive", "meta"),
-            observed_actor=None if actor is None else ObservedActor.from_json(actor),
-            **strings,
-        )
+        get = o.get
+        found = dict(_DEFAULT_FIELDS)
+        for name in _META_STRINGS:
+            text = get(name)
+            if text is not None:
+                if type(text) is not str:
+                    raise InvalidRequestError(f"meta.{name} must be a string")
+                found[name] = text
+        # Read in the order the fields were always read, so the first fault found
+        # (and its message) stays the same.
+        ns = get("namespace")
+        if ns is not None:
+            found["namespace"] = Namespace.from_json(ns)
+        turns = get("turns")
+        if turns is not None:
+            found["turns"] = TurnRange.from_json(turns)
+        found["agent_id"] = get_opt_str(o, "agent_id", "meta")
+        call = get("tool_call")
+        if call is not None:
+            found["tool_call"] = ToolCallRef.from_json(call)
+        source = get("source")
+        if source is not None:
+            found["source"] = Source.from_json(source)
+        found["tags"] = get_str_tuple(o, "tags", "meta")
+        found["observed_at"] = opt_timestamp(o, "observed_at", "meta")
+        found["derive"] = opt_bool(o, "derive", "meta")
+        actor = get("observed_actor")
+        if actor is not None:
+            found["observed_actor"] = ObservedActor.from_json(actor)
+        if cls is not MemoryMeta:
+            return cls(**found)
+        # Every value read is of its field's type and already normalised (a tuple
+        # of str; a UTC datetime from parse_timestamp), so __init__'s checks would
+        # neither fail nor change anything: the fields are set directly. This runs
+        # for every event a read decodes.
+        meta = object.__new__(MemoryMeta)
+        meta.__dict__.update(found)
+        return meta
 
 
 def _replace(meta: MemoryMeta, **changes: Any) -> MemoryMeta:
@@ -345,6 +362,9 @@ def _replace(meta: MemoryMeta, **changes: Any) -> MemoryMeta:
 
 
 _DEFAULT_META = MemoryMeta()
+_DEFAULT_FIELDS: Dict[str, Any] = {
+    field.name: getattr(_DEFAULT_META, field.name) for field in fields(MemoryMeta)
+}
 
 # ------------------------------------------------------------- redaction
 

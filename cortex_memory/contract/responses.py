@@ -73,11 +73,17 @@ class Hit:
     confidence: Optional[float] = None
 
     def __post_init__(self) -> None:
-        req_str(self, "id", self.id)
-        if type(self.kind) is not ItemKind:
-            set_attr(self, "kind", enum_member(self, "kind", ItemKind, self.kind))
-        req_str(self, "text", self.text)
-        req_type(self, "meta", MemoryMeta, self.meta)
+        # Every read builds hits: when id, text and meta have their exact types
+        # (the common case) their named checks cannot fail and are skipped.
+        if type(self.id) is str and type(self.text) is str and type(self.meta) is MemoryMeta:
+            if type(self.kind) is not ItemKind:
+                set_attr(self, "kind", enum_member(self, "kind", ItemKind, self.kind))
+        else:
+            req_str(self, "id", self.id)
+            if type(self.kind) is not ItemKind:
+                set_attr(self, "kind", enum_member(self, "kind", ItemKind, self.kind))
+            req_str(self, "text", self.text)
+            req_type(self, "meta", MemoryMeta, self.meta)
         set_attr(self, "score", f32_field(self, "score", self.score))
         if self.confidence is not None:
             set_attr(self, "confidence", opt_f32_field(self, "confidence", self.confidence))

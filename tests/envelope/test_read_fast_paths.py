@@ -1,0 +1,504 @@
+"""The read path's shortcuts give exactly what the straightforward code gives.
+
+Each shortcut is checked against a literal copy of the code it replaced, on
+generated input, valid and not: the envelope reader (checks written out, fields
+set directly), the one-part label join, ``MemoryMeta.from_json`` (fields set
+directly), ``WireEnum.parse`` (a lookup before calling the class), and the
+exact-type fast paths of ``Hit`` and ``Learning`` construction. Same values,
+same "not ours", same errors with the same messages.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cortex_memory.contract._coerce import (
+    enum_member,
+    f32_field,
+    opt_f32_field,
+    opt_str,
+    req_str,
+    req_type,
+    set_attr,
+)
+from cortex_memory.contract._read import (
+    get_opt_str,
+    get_str_tuple,
+    obj,
+    opt_bool,
+    opt_timestamp,
+)
+from cortex_memory.contract.content import ItemKind, LearningKind, Role
+from cortex_memory.contract.items import Conversation, Learning, StoreItem, Turn
+from cortex_memory.contract.jsonfmt import to_f32
+from cortex_memory.contract.meta import (
+    MemoryMeta,
+    ObservedActor,
+    Source,
+    SourceKind,
+    ToolCallRef,
+    TurnRange,
+)
+from cortex_memory.contract.namespace import Namespace
+from cortex_memory.contract.responses import Hit
+from cortex_memory.cortex.envelope.build import envelopes
+from cortex_memory.cortex.envelope.codec import _load, decode_event, encode_checked, from_labels
+from cortex_memory.cortex.envelope.envelope import (
+    _KINDS,
+    _LEARNING_KINDS,
+    Envelope,
+    _chunk,
+    _member,
+    _meta,
+    _NotOurs,
+    _obj,
+    _opt_str,
+    _str_tuple,
+    _turn,
+    parse_envelope,
+)
+from cortex_memory.errors import Error, InvalidRequestError
+
+# ------------------------------------------------------------ the code replaced
+
+
+def _str(o: Dict[str, Any], key: str) -> str:
+    value = o.get(key)
+    if type(value) is not str:
+        raise _NotOurs
+    return value
+
+
+def _reference_parse(value: object, text: Optional[str]) -> Envelope:
+    o = _obj(value)
+    version = o.get("v")
+    if type(version) is not int:
+        raise _NotOurs
+    raw_confidence = o.get("confidence")
+    confidence: Optional[float] = None
+    if raw_confidence is not None:
+        if type(raw_confidence) is not float and type(raw_confidence) is not int:
+            raise _NotOurs
+        confidence = to_f32(raw_confidence)
+    learning_kind = _opt_str(o, "learning_kind")
+    own_text = _str(o, "text")
+    return Envelope(
+        id=_str(o, "id"),
+        kind=_member(_KINDS, o.get("kind")),
+        text=own_text if text is None else text,
+        meta=_meta(o.get("meta")),
+        ws=_opt_str(o, "ws"),
+        fp=_str_tuple(o.get("fp")),
+        fd=_str_tuple(o.get("fd")),
+        title=_opt_str(o, "title"),
+        mime=_opt_str(o, "mime"),
+        learning_kind=None if learning_kind is None else _member(_LEARNING_KINDS, learning_kind),
+        confidence=confidence,
+        evidence=_opt_str(o, "evidence"),
+        turn=_turn(o.get("turn")),
+        chunk=_chunk(o.get("chunk")),
+        v=version,
+    )
+
+
+def reference_parse_envelope(value: object, *, text: Optional[str] = None) -> Optional[Envelope]:
+    try:
+        return _reference_parse(value, text)
+    except (_NotOurs, Error, TypeError, ValueError):
+        return None
+
+
+def reference_from_labels(text: str, labels: List[Any]) -> Optional[Envelope]:
+    parts: List[Tuple[int, str]] = []
+    in_order = True
+    for label in [x for x in labels if type(x) is str and x.startswith("tm:e:")]:
+        colon = label.find(":", 5)
+        if colon == -1:
+            return None
+        number = label[5:colon]
+        if not number.isdigit() or not number.isascii() or len(number) > 9:
+            return None
+        index = int(number)
+        if index != len(parts):
+            in_order = False
+        parts.append((index, label[colon + 1 :]))
+    if not parts:
+        return None
+    if not in_order:
+        parts.sort(key=lambda part: part[0])
+        if any(parts[i][0] != i for i in range(len(parts))):
+            return None
+    env = parse_envelope(_load("".join([piece for _, piece in parts])), text=text)
+    if env is None or env.v != 3:
+        return None
+    return env
+
+
+_META_STRINGS = (
+    "workspace",
+    "folder",
+    "file_path",
+    "language",
+    "repo",
+    "commit",
+    "url",
+    "thread_id",
+)
+
+
+def reference_meta_from_json(value: object) -> MemoryMeta:
+    o = obj(value, "meta")
+    if not o:
+        return MemoryMeta()
+    ns = o.get("namespace")
+    turns = o.get("turns")
+    call = o.get("tool_call")
+    source = o.get("source")
+    actor = o.get("observed_actor")
+    strings = {name: o.get(name) for name in _META_STRINGS}
+    for name, text in strings.items():
+        if text is not None and type(text) is not str:
+            raise InvalidRequestError(f"meta.{name} must be a string")
+    return MemoryMeta(
+        namespace=Namespace.root() if ns is None else Namespace.from_json(ns),
+        turns=None if turns is None else TurnRange.from_json(turns),
+        agent_id=get_opt_str(o, "agent_id", "meta"),
+        tool_call=None if call is None else ToolCallRef.from_json(call),
+        source=Source() if source is None else Source.from_json(source),
+        tags=get_str_tuple(o, "tags", "meta"),
+        observed_at=opt_timestamp(o, "observed_at", "meta"),
+        derive=opt_bool(o, "derive", "meta"),
+        observed_actor=None if actor is None else ObservedActor.from_json(actor),
+        **strings,
+    )
+
+
+class ReferenceHit(Hit):
+    def __post_init__(self) -> None:
+        req_str(self, "id", self.id)
+        if type(self.kind) is not ItemKind:
+            set_attr(self, "kind", enum_member(self, "kind", ItemKind, self.kind))
+        req_str(self, "text", self.text)
+        req_type(self, "meta", MemoryMeta, self.meta)
+        set_attr(self, "score", f32_field(self, "score", self.score))
+        if self.confidence is not None:
+            set_attr(self, "confidence", opt_f32_field(self, "confidence", self.confidence))
+
+
+class ReferenceLearning(Learning):
+    def __post_init__(self) -> None:
+        req_str(self, "text", self.text)
+        if type(self.kind) is not LearningKind:
+            set_attr(self, "kind", enum_member(self, "kind", LearningKind, self.kind))
+        set_attr(self, "confidence", f32_field(self, "confidence", self.confidence))
+        opt_str(self, "evidence", self.evidence)
+        req_type(self, "meta", MemoryMeta, self.meta)
+
+
+def outcome(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """A comparable result: the value's repr, or the error's type and message."""
+    try:
+        kind, text = "value", repr(call(*args, **kwargs))
+    except (Error, TypeError, ValueError) as err:
+        kind, text = type(err).__name__, str(err)
+    return kind, text.replace("ReferenceHit", "Hit").replace("ReferenceLearning", "Learning")
+
+
+# ------------------------------------------------------------------ generators
+
+SCALARS = st.none() | st.booleans() | st.integers(-3, 2**33) | st.floats() | st.text(max_size=8)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+WHEN = st.sampled_from(
+    ["2025-01-02T03:04:05Z", "2025-01-02T03:04:05.123456789+02:00", "2025-01-02", "x"]
+)
+
+
+@st.composite
+def metas_json(draw: st.DrawFn) -> Dict[str, Any]:
+    """Meta objects: mostly well-formed, any member possibly of a wrong type."""
+    good: Dict[str, Any] = {
+        "namespace": st.sampled_from(["team:alpha", "team:alpha/user:x", "nope"]),
+        "workspace": st.text(max_size=5),
+        "folder": st.text(max_size=5),
+        "file_path": st.text(max_size=5),
+        "language": st.text(max_size=5),
+        "repo": st.text(max_size=5),
+        "commit": st.text(max_size=5),
+        "url": st.text(max_size=5),
+        "thread_id": st.text(max_size=5),
+        "turns": st.fixed_dictionaries({"first": st.integers(-1, 3), "last": st.integers(0, 3)}),
+        "agent_id": st.text(max_size=5),
+        "tool_call": st.fixed_dictionaries({"name": st.text(max_size=4)}, optional={"id": SCALARS}),
+        "source": st.fixed_dictionaries(
+            {}, optional={"kind": st.sampled_from(["agent", "file", "rss", "bogus"]), "id": SCALARS}
+        ),
+        "tags": st.lists(st.text(max_size=3), max_size=3),
+        "observed_at": WHEN,
+        "derive": st.booleans(),
+        "observed_actor": st.fixed_dictionaries(
+            {"id": st.text(max_size=4)}, optional={"name": SCALARS}
+        ),
+        "unknown": JSON,
+    }
+    out: Dict[str, Any] = {}
+    for key in draw(st.lists(st.sampled_from(sorted(good)), unique=True, max_size=8)):
+        out[key] = draw(good[key] | SCALARS) if draw(st.integers(0, 9)) == 0 else draw(good[key])
+    return out
+
+
+@st.composite
+def envelopes_json(draw: st.DrawFn) -> Dict[str, Any]:
+    """Envelope objects: mostly well-formed, any member possibly of a wrong type."""
+    good: Dict[str, Any] = {
+        "v": st.sampled_from([2, 3]),
+        "id": st.text(max_size=6),
+        "kind": st.sampled_from(["document", "learning", "conversation", "other"]),
+        "text": st.text(max_size=6),
+        "meta": metas_json(),
+        "ws": st.text(max_size=4),
+        "fp": st.lists(st.text(max_size=3), max_size=2),
+        "fd": st.lists(st.text(max_size=3), max_size=2),
+        "title": st.text(max_size=4),
+        "mime": st.text(max_size=4),
+        "learning_kind": st.sampled_from(["preference", "fact", "bogus"]),
+        "confidence": st.floats() | st.integers(-2, 2),
+        "evidence": st.text(max_size=4),
+        "turn": st.fixed_dictionaries(
+            {
+                "index": st.integers(-1, 3),
+                "count": st.integers(0, 3),
+                "role": st.sampled_from(["user", "tool", "x"]),
+            },
+            optional={
+                "at": WHEN,
+                "tool_calls": st.lists(
+                    st.fixed_dictionaries({"name": st.text(max_size=3)}), max_size=2
+                ),
+            },
+        ),
+        "chunk": st.fixed_dictionaries(
+            {"index": st.integers(0, 3), "count": st.integers(0, 3)},
+            optional={"pages": st.lists(st.integers(0, 5), max_size=3), "section": SCALARS},
+        ),
+    }
+    required = ["v", "id", "kind", "text", "meta"]
+    keys = required + draw(
+        st.lists(st.sampled_from(sorted(set(good) - set(required))), unique=True, max_size=5)
+    )
+    out: Dict[str, Any] = {}
+    for key in draw(st.permutations(keys)):
+        if draw(st.integers(0, 11)) == 0:
+            continue  # a required member missing, sometimes
+        out[key] = draw(good[key] | SCALARS) if draw(st.integers(0, 11)) == 0 else draw(good[key])
+    return out
+
+
+# ----------------------------------------------------------------------- checks
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(metas_json())
+def test_meta_from_json_matches_the_code_it_replaced(value: Dict[str, Any]) -> None:
+    assert outcome(MemoryMeta.from_json, value) == outcome(reference_meta_from_json, value)
+    try:
+        meta = MemoryMeta.from_json(value)
+    except (Error, TypeError, ValueError):
+        return
+    assert meta == reference_meta_from_json(value)
+    assert hash(meta) == hash(reference_meta_from_json(value))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes_json(), st.none() | st.text(max_size=4))
+def test_parse_envelope_matches_the_code_it_replaced(
+    value: Dict[str, Any], text: Optional[str]
+) -> None:
+    got = parse_envelope(value, text=text)
+    expected = reference_parse_envelope(value, text=text)
+    assert repr(got) == repr(expected)
+    if got is not None and got.confidence == got.confidence:  # NaN never equals itself
+        assert got == expected
+        assert hash(got) == hash(expected)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes_json(), st.integers(1, 3))
+def test_from_labels_matches_the_code_it_replaced(value: Dict[str, Any], cut: int) -> None:
+    joined = json.dumps(value, ensure_ascii=False)
+    step = max(1, -(-len(joined) // cut))
+    pieces = [joined[at : at + step] for at in range(0, len(joined), step)]
+    written = [f"tm:e:{n:02d}:{piece}" for n, piece in enumerate(pieces)]
+    variants: List[List[Any]] = [
+        written,
+        ["tm:i:x", "kind:learning", *written],
+        written[::-1],
+        [*written, "tm:e:00:" + joined],
+        ["tm:e:0:" + joined],
+        ["tm:e:000:" + joined],
+        ["tm:e:00" + joined],
+        ["tm:e:01:" + joined],
+        [7, None, *written],
+        [],
+    ]
+    for labels in variants:
+        assert repr(from_labels("t", labels)) == repr(reference_from_labels("t", labels))
+
+
+def test_decoding_what_was_written_matches_the_code_it_replaced() -> None:
+    meta = MemoryMeta(
+        namespace=Namespace.parse("team:alpha"),
+        thread_id="t-1",
+        tool_call=ToolCallRef("grep", "c1"),
+        source=Source(SourceKind.FILE, "f"),
+        tags=("a", "b"),
+        observed_at=datetime(2025, 1, 2, 3, 4, 5, 6000, tzinfo=timezone.utc),
+        derive=False,
+        observed_actor=ObservedActor("user:x", "X"),
+    )
+    items: List[StoreItem] = [
+        StoreItem.learning("prefers helix", LearningKind.PREFERENCE, 0.8, meta),
+        Conversation((Turn(Role.USER, "hi"), Turn(Role.TOOL, "out")), meta),
+        StoreItem.document("a document", meta),
+    ]
+    for item in items:
+        for env in envelopes(item):
+            encoded = encode_checked(env)
+            event = {
+                "id": "e",
+                "content": {"text": encoded.text},
+                "context": {"labels": list(encoded.labels)},
+            }
+            got = decode_event(event)
+            assert got is not None
+            assert got == reference_from_labels(encoded.text, list(encoded.labels))
+            assert got.meta == reference_meta_from_json(env.meta.to_json()) == env.meta
+
+
+@pytest.mark.parametrize("cls", [ItemKind, LearningKind, Role, SourceKind])
+@settings(max_examples=100, deadline=None)
+@given(value=st.text(max_size=12) | st.sampled_from(["link", "rss", "agent", "preference", "user"]))
+def test_wire_enum_parse_matches_calling_the_class(cls: Any, value: str) -> None:
+    def reference(text: str) -> Any:
+        try:
+            return cls(text)
+        except ValueError:
+            raise InvalidRequestError(f"unknown kind `{text}`") from None
+
+    def parsed(text: str) -> Any:
+        try:
+            return cls.parse(text, "kind")
+        except InvalidRequestError as err:
+            raise InvalidRequestError(err.message.replace("invalid request: ", "")) from None
+
+    for member in cls:
+        assert cls.parse(member.value, "kind") is member
+    assert outcome(parsed, value) == outcome(reference, value)
+
+
+FIELD = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 2)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=3)
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(max_size=3) | FIELD,
+    st.sampled_from([*ItemKind, "learning", "bogus", 3]),
+    st.text(max_size=3) | FIELD,
+    st.sampled_from([MemoryMeta(), MemoryMeta(thread_id="t"), None, "meta"]),
+    st.floats(allow_nan=False) | FIELD,
+    FIELD,
+)
+def test_hit_checks_match_the_code_they_replaced(
+    item_id: Any, kind: Any, text: Any, meta: Any, score: Any, confidence: Any
+) -> None:
+    args = (item_id, kind, text, meta, score, confidence)
+    assert outcome(Hit, *args) == outcome(ReferenceHit, *args)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(max_size=3) | FIELD,
+    st.sampled_from([*LearningKind, "fact", "bogus", 3]),
+    st.floats(allow_nan=False) | FIELD,
+    st.none() | st.text(max_size=3) | FIELD,
+    st.sampled_from([MemoryMeta(), MemoryMeta(thread_id="t"), None, "meta"]),
+)
+def test_learning_checks_match_the_code_they_replaced(
+    text: Any, kind: Any, confidence: Any, evidence: Any, meta: Any
+) -> None:
+    args = (text, kind, confidence, evidence, meta)
+    assert outcome(Learning, *args) == outcome(ReferenceLearning, *args)
+
+
+FULL_META: Dict[str, Any] = {
+    "namespace": "team:alpha",
+    "workspace": "w",
+    "folder": "f",
+    "file_path": "p",
+    "language": "en",
+    "repo": "r",
+    "commit": "c",
+    "url": "u",
+    "thread_id": "t",
+    "turns": {"first": 0, "last": 1},
+    "agent_id": "a",
+    "tool_call": {"name": "n", "id": "i"},
+    "source": {"kind": "file", "id": "s"},
+    "tags": ["x"],
+    "observed_at": "2025-01-02T03:04:05Z",
+    "derive": True,
+    "observed_actor": {"id": "user:x", "name": "X"},
+}
+FULL_ENVELOPE: Dict[str, Any] = {
+    "v": 3,
+    "id": "i",
+    "kind": "learning",
+    "text": "t",
+    "meta": FULL_META,
+    "ws": "w",
+    "fp": ["a"],
+    "fd": ["b"],
+    "title": "T",
+    "mime": "m",
+    "learning_kind": "fact",
+    "confidence": 0.5,
+    "evidence": "e",
+    "turn": {"index": 0, "count": 1, "role": "user", "at": "2025-01-02T03:04:05Z"},
+    "chunk": {"index": 0, "count": 1, "pages": [1, 2], "section": "s"},
+}
+ANY_TYPE = [None, True, 5, -1, 1.5, "s", [], ["s"], {}, {"kind": "agent"}]
+
+
+@pytest.mark.parametrize("member", sorted(FULL_META))
+def test_each_meta_member_of_any_type_matches(member: str) -> None:
+    assert outcome(MemoryMeta.from_json, FULL_META) == outcome(reference_meta_from_json, FULL_META)
+    for value in ANY_TYPE:
+        changed = {**FULL_META, member: value}
+        assert outcome(MemoryMeta.from_json, changed) == outcome(reference_meta_from_json, changed)
+
+
+@pytest.mark.parametrize("member", sorted(FULL_ENVELOPE))
+def test_each_envelope_member_of_any_type_matches(member: str) -> None:
+    assert parse_envelope(FULL_ENVELOPE) is not None
+    for value in ANY_TYPE:
+        changed = {**FULL_ENVELOPE, member: value}
+        assert repr(parse_envelope(changed)) == repr(reference_parse_envelope(changed))
+        missing = {key: item for key, item in FULL_ENVELOPE.items() if key != member}
+        assert repr(parse_envelope(missing)) == repr(reference_parse_envelope(missing))
