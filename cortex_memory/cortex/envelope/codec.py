@@ -53,6 +53,8 @@ PART_TAG = "tm:e:"
 """Prefix of a v3 envelope part: ``tm:e:`` + 2-digit index + ``:`` + JSON slice."""
 
 _PART_TAG_LEN = len(PART_TAG)
+_FIRST_PART = PART_TAG + "00:"
+_FIRST_PART_LEN = len(_FIRST_PART)
 # A part number with more digits could never be below the number of labels held.
 _MAX_PART_DIGITS = 9
 _JSON_SPACE = " \t\n\r"
@@ -176,11 +178,16 @@ def from_labels(text: str, labels: Sequence[str]) -> Optional[Envelope]:
     exactly 0..n-1 (n >= 1) in any order. The joined JSON must be an envelope with
     ``v == 3``; its text is the event's ``content.text``.
     """
-    parts: List[Tuple[int, str]] = []
-    in_order = True
     # Labels come from the server: anything that is not a string is not a part. The
     # comprehension keeps the common case (a few parts among ~10 labels) in C.
-    for label in [x for x in labels if type(x) is str and x.startswith(PART_TAG)]:
+    found = [x for x in labels if type(x) is str and x.startswith(PART_TAG)]
+    if len(found) == 1 and found[0].startswith(_FIRST_PART):
+        # One part numbered 00 (most envelopes fit in one): what the loop below
+        # would read and join, without the loop.
+        return _v3(found[0][_FIRST_PART_LEN:], text)
+    parts: List[Tuple[int, str]] = []
+    in_order = True
+    for label in found:
         colon = label.find(":", _PART_TAG_LEN)
         if colon == -1:
             return None
@@ -198,7 +205,11 @@ def from_labels(text: str, labels: Sequence[str]) -> Optional[Envelope]:
         parts.sort(key=_number)
         if any(parts[i][0] != i for i in range(len(parts))):
             return None
-    env = parse_envelope(_load("".join([piece for _, piece in parts])), text=text)
+    return _v3("".join([piece for _, piece in parts]), text)
+
+
+def _v3(joined: str, text: str) -> Optional[Envelope]:
+    env = parse_envelope(_load(joined), text=text)
     if env is None or env.v != 3:
         return None
     return env

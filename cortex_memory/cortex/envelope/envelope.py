@@ -183,35 +183,58 @@ def parse_envelope(value: object, *, text: Optional[str] = None) -> Optional[Env
 
 
 def _parse(value: object, text: Optional[str]) -> Envelope:
-    o = _obj(value)
-    version = o.get("v")
-    if type(version) is not int:
+    # Runs for every listed event: the member checks are written out rather than
+    # made through one helper call each. A value of the wrong type is "not ours".
+    if type(value) is not dict:
         raise _NotOurs
-    raw_confidence = o.get("confidence")
+    get = value.get
+    version = get("v")
+    item_id = get("id")
+    own_text = get("text")
+    if type(version) is not int or type(item_id) is not str or type(own_text) is not str:
+        raise _NotOurs
+    ws = get("ws")
+    title = get("title")
+    mime = get("mime")
+    evidence = get("evidence")
+    for optional in (ws, title, mime, evidence):
+        if optional is not None and type(optional) is not str:
+            raise _NotOurs
+    raw_confidence = get("confidence")
     confidence: Optional[float] = None
     if raw_confidence is not None:
         if type(raw_confidence) is not float and type(raw_confidence) is not int:
             raise _NotOurs
         confidence = to_f32(raw_confidence)
-    learning_kind = _opt_str(o, "learning_kind")
-    own_text = _str(o, "text")
-    return Envelope(
-        id=_str(o, "id"),
-        kind=_member(_KINDS, o.get("kind")),
-        text=own_text if text is None else text,
-        meta=_meta(o.get("meta")),
-        ws=_opt_str(o, "ws"),
-        fp=_str_tuple(o.get("fp")),
-        fd=_str_tuple(o.get("fd")),
-        title=_opt_str(o, "title"),
-        mime=_opt_str(o, "mime"),
-        learning_kind=None if learning_kind is None else _member(_LEARNING_KINDS, learning_kind),
-        confidence=confidence,
-        evidence=_opt_str(o, "evidence"),
-        turn=_turn(o.get("turn")),
-        chunk=_chunk(o.get("chunk")),
-        v=version,
+    learning_kind = get("learning_kind")
+    turn = get("turn")
+    chunk = get("chunk")
+    # Envelope's __init__ only assigns its fields (no checks, no defaults left to
+    # fill: every field is given here), so they are set directly, which costs a
+    # fraction of a frozen dataclass's fifteen object.__setattr__ calls.
+    env = object.__new__(Envelope)
+    env.__dict__.update(
+        {
+            "id": item_id,
+            "kind": _member(_KINDS, get("kind")),
+            "text": own_text if text is None else text,
+            "meta": _meta(get("meta")),
+            "ws": ws,
+            "fp": _str_tuple(get("fp")),
+            "fd": _str_tuple(get("fd")),
+            "title": title,
+            "mime": mime,
+            "learning_kind": (
+                None if learning_kind is None else _member(_LEARNING_KINDS, learning_kind)
+            ),
+            "confidence": confidence,
+            "evidence": evidence,
+            "turn": None if turn is None else _turn(turn),
+            "chunk": None if chunk is None else _chunk(chunk),
+            "v": version,
+        }
     )
+    return env
 
 
 def _meta(value: object) -> MemoryMeta:
@@ -282,13 +305,6 @@ def _member(members: Dict[str, _E], value: object) -> _E:
 
 def _obj(value: object) -> Dict[str, Any]:
     if type(value) is not dict:
-        raise _NotOurs
-    return value
-
-
-def _str(o: Dict[str, Any], key: str) -> str:
-    value = o.get(key)
-    if type(value) is not str:
         raise _NotOurs
     return value
 
