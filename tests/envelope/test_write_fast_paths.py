@@ -271,3 +271,19 @@ def test_documents_and_fallbacks_match_the_code_they_replaced() -> None:
             assert experience_request(env, encoded) == reference_request(env, encoded)
     texts = [encode_checked(env).text for env in envelopes(cases[1])]
     assert texts == [encode(envelopes(cases[1])[0])]  # v2: the envelope JSON is the text
+
+
+def test_a_text_that_looks_like_the_members_keeps_the_body_exact() -> None:
+    # The key goes before the top-level "modality"; texts, labels and scopes holding
+    # the same characters cannot move it (quotes inside JSON strings are escaped).
+    tricky = ',"modality":"x","idempotency_key":"y"} ,"modality":'
+    item = StoreItem.conversation(
+        [Turn(Role.USER, tricky)],
+        MemoryMeta(thread_id=tricky, tags=(tricky,), namespace=Namespace.parse("team:x")),
+    )
+    for env in envelopes(item):
+        request = experience_request(env)
+        assert request.body() == encode_body(request.to_json())
+        assert request.idempotency_key == body_key(request.to_json())
+    copy = replace(request, text="other")
+    assert copy.body() == encode_body(copy.to_json())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from cortex_memory.contract.meta import MemoryMeta, holds_phone_number, redacted_id
+from cortex_memory.contract.meta import MemoryMeta, SourceKind, holds_phone_number, redacted_id
 from cortex_memory.contract.text import is_blank
 from cortex_memory.cortex.envelope.digests import digest
 from cortex_memory.cortex.envelope.envelope import Envelope
@@ -51,6 +51,9 @@ MAX_READABLE_BYTES = 256
 
 _SURELY_SHORT = MAX_READABLE_BYTES // 4
 
+# One per source kind, computed once rather than hashed again for every event.
+_SOURCE_KIND_LABELS = {kind: SOURCE_KIND_TAG + digest(kind.value) for kind in SourceKind}
+
 # thread- + a lowercase canonical UUID: the threads an app mints itself.
 _APP_THREAD = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -83,7 +86,7 @@ def lookup_labels(item_id: str, meta: MemoryMeta) -> List[str]:
     for tag, value in _fields(meta):
         if value is not None:
             labels.append(tag + digest(value))
-    labels.append(SOURCE_KIND_TAG + digest(meta.source.kind.value))
+    labels.append(_SOURCE_KIND_LABELS[meta.source.kind])
     return labels
 
 

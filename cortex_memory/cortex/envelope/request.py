@@ -34,6 +34,9 @@ BODY_KEY_HEX = 56
 """Hex characters of a body key after its prefix (28 bytes of SHA-256); 60 characters in all."""
 
 _KEY_MEMBER = "idempotency_key"
+_KEY_MEMBER_JSON = '"idempotency_key"'
+_MODALITY_MEMBER = ',"modality":'
+_WRITTEN = "_written_body"
 
 
 # json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds
@@ -53,8 +56,24 @@ def body_key(body: Mapping[str, Any]) -> str:
 
 
 def _key_of(unkeyed: Mapping[str, Any]) -> str:
-    data = compact_sorted(unkeyed).encode("utf-8", "surrogatepass")
+    return _key_of_json(compact_sorted(unkeyed))
+
+
+def _key_of_json(unkeyed_json: str) -> str:
+    data = unkeyed_json.encode("utf-8", "surrogatepass")
     return BODY_KEY_PREFIX + hashlib.sha256(data).hexdigest()[:BODY_KEY_HEX]
+
+
+def _with_key(unkeyed_json: str, key: str) -> str:
+    """The compact sorted JSON of the body with ``idempotency_key`` added.
+
+    Sorted, the key sits right before ``modality`` (``content``, ``context`` and
+    ``directives`` sort before it; ``modality`` and ``scope`` after). No nested
+    object has a ``modality`` member, and a ``"`` inside a JSON string is always
+    escaped, so the first ``,"modality":`` is the top-level member.
+    """
+    at = unkeyed_json.index(_MODALITY_MEMBER)
+    return f"{unkeyed_json[:at]},{_KEY_MEMBER_JSON}:{compact_sorted(key)}{unkeyed_json[at:]}"
 
 
 @dataclass(frozen=True)
@@ -93,7 +112,12 @@ class ExperienceRequest:
         ``UnicodeEncodeError`` (the writer reports it as the transport reports a
         body it cannot encode).
         """
-        return compact_sorted(self.to_json()).encode("utf-8")
+        # experience_request keeps the text it wrote (not a field: equality, repr
+        # and replace() ignore it; a copy made by replace() writes its own).
+        text: Optional[str] = self.__dict__.get(_WRITTEN)
+        if text is None:
+            text = compact_sorted(self.to_json())
+        return text.encode("utf-8")
 
     def _unkeyed(self) -> Dict[str, Any]:
         return _unkeyed_body(
@@ -150,5 +174,13 @@ def experience_request(env: Envelope, encoded: Optional[Encoded] = None) -> Expe
     extract = env.meta.derive is not False and role is not Role.TOOL
     # The key is computed over everything else the body holds.
     text, labels = encoded
-    key = _key_of(_unkeyed_body(scope, modality, role.value, text, labels, observed_at, extract))
-    return ExperienceRequest(scope, modality, role.value, text, labels, observed_at, extract, key)
+    unkeyed = compact_sorted(
+        _unkeyed_body(scope, modality, role.value, text, labels, observed_at, extract)
+    )
+    key = _key_of_json(unkeyed)
+    request = ExperienceRequest(
+        scope, modality, role.value, text, labels, observed_at, extract, key
+    )
+    # The body's JSON follows from the text just hashed (see body()).
+    request.__dict__[_WRITTEN] = _with_key(unkeyed, key)
+    return request
