@@ -21,7 +21,7 @@ messages that name the route and host.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 from cortex_memory.cortex.transport.failure import is_body_fault
 from cortex_memory.cortex.transport.watchdog import Watch
@@ -33,11 +33,15 @@ __all__ = [
     "BodyUndecodable",
     "ERROR_CAP",
     "PIECE",
+    "RawBody",
     "SUCCESS_CAP",
     "discard",
     "read_error_body",
     "read_success_body",
 ]
+
+RawBody = Union[bytes, bytearray]
+"""A body as read: ``bytes``, or a ``bytearray`` when it came in several pieces."""
 
 SUCCESS_CAP = 64 * 1024 * 1024
 """Largest success body kept, in decoded bytes (64 MiB)."""
@@ -176,8 +180,13 @@ def _pieces(response: Any, watch: Watch) -> Iterator[bytes]:
             return  # the declared length is complete: no need to ask for the end
 
 
-def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> bytes:
+def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> RawBody:
     """Read a 2xx body under ``cap`` decoded bytes.
+
+    A body that came in one piece is that piece (``bytes``); a longer one is
+    gathered in one ``bytearray`` as it arrives, so the memory held stays about
+    the body's size (joining a list of pieces at the end would briefly hold the
+    body twice, up to twice the cap).
 
     Raises :class:`BodyTooLarge` (declared or actual size over the cap),
     :class:`BodyCut`, :class:`BodyTimeout` or :class:`BodyUndecodable`. The
@@ -192,18 +201,26 @@ def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> by
         if not supported:
             raise BodyUndecodable("unsupported content encoding")
         inflater = _Inflater(coding) if coding else None
-        parts: List[bytes] = []
+        first = b""
+        gathered: Optional[bytearray] = None
         total = 0
         for raw in _pieces(response, watch):
             for piece in inflater.feed(raw) if inflater else (raw,):
                 if total + len(piece) > cap:
                     raise BodyTooLarge(cap)
-                parts.append(piece)
+                if gathered is not None:
+                    gathered += piece
+                elif not first:
+                    first = piece
+                elif piece:
+                    gathered = bytearray(first)
+                    gathered += piece
+                    first = b""
                 total += len(piece)
         complete = True
         if inflater is not None:
             inflater.finish()
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        return gathered if gathered is not None else first
     finally:
         if complete:
             response.release_conn()

@@ -34,6 +34,7 @@ from cortex_memory.cortex.transport.body import (
     BodyTimeout,
     BodyTooLarge,
     BodyUndecodable,
+    RawBody,
     discard,
     read_error_body,
     read_success_body,
@@ -253,6 +254,7 @@ class Exchange:
                 self._family.actor.reset()
             elif status == 429:
                 self._family.pause.note(response.headers, self._timing.max_pause)
+        raw: RawBody
         if not read:
             discard(response)
             raw = b""
@@ -285,10 +287,11 @@ class Exchange:
         if not ok:
             logger.debug("%s answered HTTP %d", where, status)
             raise status_failure(
-                status, raw, route=route, host=self._endpoint.host, hosted=self._wire.hosted
+                status, bytes(raw), route=route, host=self._endpoint.host, hosted=self._wire.hosted
             )
         if not read or not parse:
-            return Response(status, raw if read else None, response.headers)
+            # Unparsed data is bytes (bytes(b) of a bytes object is that object).
+            return Response(status, bytes(raw) if read else None, response.headers)
         data = decode_data(
             status,
             raw,

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, List, Mapping, Optional, Union
 
+from cortex_memory.cortex.transport.body import RawBody
 from cortex_memory.cortex.transport.failure import status_failure
 from cortex_memory.cortex.wire import unwrap_hosted
 from cortex_memory.errors import EngineError
@@ -61,13 +62,13 @@ def _reject_constant(name: str) -> object:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def _parse_json(raw: bytes) -> object:
+def _parse_json(raw: RawBody) -> object:
     # What json.loads does with bytes: detect UTF-8/16/32 and decode, then parse.
     return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def decode_data(
-    status: int, raw: bytes, *, hosted: bool, route: str, host: str, where: str
+    status: int, raw: RawBody, *, hosted: bool, route: str, host: str, where: str
 ) -> object:
     """The JSON value of a 2xx body; hosted: the envelope's ``data``.
 
@@ -88,4 +89,4 @@ def decode_data(
     unwrapped = unwrap_hosted(value, where)
     if unwrapped.ok:
         return unwrapped.data
-    raise status_failure(status, raw, route=route, host=host, hosted=True)
+    raise status_failure(status, bytes(raw), route=route, host=host, hosted=True)
