@@ -33,6 +33,13 @@ sends every event twice in a row, so the page carries 40 events)
 * SDK: ``V1Client.events(scope, limit=200)``: the same GET (plus the SDK's
   ``view=local``), ``response.json()``. Raw dicts, nothing decoded.
 
+For context (no aim, not in the verdict), the same GET one layer down in our
+stack, **raw events**: ``engine.context.log.page(scope, ...)`` returns the 40
+event dicts as the SDK does (one GET through the transport, the JSON parsed,
+nothing decoded). It separates what the transport costs from what decoding,
+checking and rebuilding 20 items cost. (``list_preview`` would read the same
+page: learnings are single-event items.)
+
 For context, a **floor** runs too: a bare ``urllib3.PoolManager`` sending the
 same request (the POST body the engine sends, prebuilt; the same GET) and
 parsing the JSON answer, nothing else. No urllib3-based client can spend less,
@@ -130,6 +137,7 @@ def main() -> int:
     from cortex_memory.cortex import CortexCredential
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.envelope.scopes import scope_path
+    from cortex_memory.cortex.timing import Deadline
 
     n = args.n or (100 if args.quick else 300)
     rounds = args.rounds or (5 if args.quick else 15)
@@ -187,6 +195,12 @@ def main() -> int:
         def ours_page() -> object:
             return engine.list(page_request)
 
+        log = engine.context.log
+        unbounded = Deadline.of(None)
+
+        def ours_events() -> object:
+            return log.page(learnings, None, None, 200, unbounded)
+
         def sdk_page() -> object:
             return sdk.events(learnings, limit=200)
 
@@ -233,6 +247,8 @@ def main() -> int:
         # The double sends every event twice in a row (a CortexDB quirk it keeps).
         if len(events.get("items", ())) != 2 * PAGE_ITEMS:
             raise RuntimeError(f"the SDK's page holds {len(events.get('items', ()))} events")
+        if len(ours_events().items) != 2 * PAGE_ITEMS:  # type: ignore[attr-defined]
+            raise RuntimeError("our raw events page differs")
 
         floor_answer: Any = floor_write()
         if not isinstance(floor_answer.get("event_id"), str):
@@ -247,6 +263,7 @@ def main() -> int:
             "ours page": ours_page,
             "sdk page": sdk_page,
             "floor page": floor_page,
+            "ours events": ours_events,
         }
         results = measure(cases, n=n, rounds=rounds, warmup=warmup)
         engine.close()
@@ -258,11 +275,16 @@ def main() -> int:
 
     ratios = {op: paired_ratio(results, f"ours {op}", f"sdk {op}") for op in ("write", "page")}
     floors = {op: paired_ratio(results, f"floor {op}", f"sdk {op}") for op in ("write", "page")}
+    events_ratio = paired_ratio(results, "ours events", "sdk page")
     rows = [
         (op, f"{us('sdk ' + op):.1f}", f"{us('ours ' + op):.1f}", f"{us('floor ' + op):.1f}",
          f"{ratio:.3f}", f"{floors[op]:.3f}")
         for op, ratio in ratios.items()
     ]  # fmt: skip
+    rows.append(
+        ("raw events (info)", f"{us('sdk page'):.1f}", f"{us('ours events'):.1f}",
+         f"{us('floor page'):.1f}", f"{events_ratio:.3f}", f"{floors['page']:.3f}")
+    )  # fmt: skip
     print_table(
         f"B2 client CPU per operation (medians of {rounds} interleaved rounds x {n} ops)",
         ("operation", "SDK us", "ours us", "urllib3 floor us", "ours/SDK", "floor/SDK"),
@@ -273,7 +295,7 @@ def main() -> int:
         ", ".join(f"{op} {ratio:.2f}x" for op, ratio in ratios.items())
         + " (bare urllib3: "
         + ", ".join(f"{r:.2f}x" for r in floors.values())
-        + ")",
+        + f"; raw events page {events_ratio:.2f}x)",
         f"<= {AIM}x the SDK",
         verdict,
     )
@@ -287,6 +309,7 @@ def main() -> int:
             "aim_ratio": AIM,
             "ratio": ratios,
             "floor_ratio": floors,
+            "raw_events_ratio": events_ratio,
             "cpu_per_op_us": {name: us(name) for name in results},
             "samples_s": {name: results[name]["samples_s"] for name in results},
         },
