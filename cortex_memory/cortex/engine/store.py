@@ -176,7 +176,7 @@ def store_many(
             (listed - wrote) * 1000,
             (time.monotonic() - listed) * 1000,
         )
-    else:
+    elif logger.isEnabledFor(logging.DEBUG):  # the turn-logging hot path ends here
         logger.debug(
             "stored %d items (no wait): plan %.1f ms, lookup %.1f ms, write %.1f ms",
             len(plans),

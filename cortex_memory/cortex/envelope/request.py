@@ -73,7 +73,8 @@ def _with_key(unkeyed_json: str, key: str) -> str:
     escaped, so the first ``,"modality":`` is the top-level member.
     """
     at = unkeyed_json.index(_MODALITY_MEMBER)
-    return f"{unkeyed_json[:at]},{_KEY_MEMBER_JSON}:{compact_sorted(key)}{unkeyed_json[at:]}"
+    # The key is ours: "tm3:" and hex digits, which JSON writes between quotes as is.
+    return f'{unkeyed_json[:at]},{_KEY_MEMBER_JSON}:"{key}"{unkeyed_json[at:]}'
 
 
 @dataclass(frozen=True)
