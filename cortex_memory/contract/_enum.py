@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 from functools import cache
-from typing import Dict, Optional, Type, TypeVar
+from operator import attrgetter
+from typing import TYPE_CHECKING, Dict, Optional, Type, TypeVar
 
 from cortex_memory.errors import InvalidRequestError
 
@@ -28,6 +29,18 @@ class WireEnum(str, Enum):
     version (3.11 changed the default for ``str``-mixed enums), so messages can
     interpolate members directly.
     """
+
+    # ``value`` as a property with a C getter: Enum's own ``value`` goes through
+    # two Python frames (enum's property descriptor), and wire strings are read
+    # for every item written and read. Same value: the member's ``_value_``.
+    if TYPE_CHECKING:  # pragma: no cover - how type checkers see it
+
+        @property
+        def value(self) -> str:
+            """The wire string."""
+
+    else:
+        value = property(attrgetter("_value_"), doc="The wire string.")
 
     def __str__(self) -> str:
         return str(self._value_)

@@ -502,3 +502,24 @@ def test_each_envelope_member_of_any_type_matches(member: str) -> None:
         assert repr(parse_envelope(changed)) == repr(reference_parse_envelope(changed))
         missing = {key: item for key, item in FULL_ENVELOPE.items() if key != member}
         assert repr(parse_envelope(missing)) == repr(reference_parse_envelope(missing))
+
+
+def _wire_enums(cls: Any) -> List[Any]:
+    found: List[Any] = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_wire_enums(sub)]
+    return found
+
+
+def test_every_wire_enum_value_is_its_enum_value() -> None:
+    from enum import Enum
+
+    from cortex_memory.contract._enum import WireEnum
+
+    classes = _wire_enums(WireEnum)
+    assert {ItemKind, LearningKind, Role, SourceKind} <= set(classes)
+    for cls in classes:
+        for member in cls:
+            assert member.value == Enum.__dict__["value"].__get__(member, cls) == member._value_
+            assert type(member.value) is str
+            assert cls(member.value) is member
