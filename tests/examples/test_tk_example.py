@@ -18,6 +18,7 @@ errors by class, close() joining the thread, the default local engine.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.util
 import logging
 import os
@@ -212,7 +213,14 @@ def test_ui_stays_responsive_while_the_engine_is_slow(
     record_property("tk_example_mode", mode)
     log.warning("tk example test mode: %s", MODE_ID)
     if mode == "xvfb":
-        _scenario_on_xvfb(local)
+        try:
+            _scenario_on_xvfb(local)
+        finally:
+            # Tk widgets hold reference cycles, so the destroyed root outlives the
+            # scenario until a collection. Collect here, on the thread that made it:
+            # a collection on any other thread (a later test's worker) would free
+            # the Tcl interpreter there, and Tcl aborts the process for that.
+            gc.collect()
     else:
         _scenario_without_display(local)
 
