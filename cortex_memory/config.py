@@ -104,8 +104,12 @@ def _has_control(text: str) -> bool:
     return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)
 
 
-def _check_settings(where: str, endpoint: Optional[str], path: Optional[str]) -> None:
+def _check_settings(
+    where: str, endpoint: Optional[str], path: Optional[str], embedder: Optional[str] = None
+) -> None:
     """Value rules shared by the constructor and the loaders; ``where`` names the owner."""
+    if embedder is not None and (not embedder.strip() or _has_control(embedder)):
+        raise ConfigError(f"{where}.embedder must be a name such as `ngram` or `semantic`")
     if endpoint is not None:
         if _has_control(endpoint):
             raise ConfigError(f"{where}.endpoint must not contain control characters")
@@ -127,12 +131,16 @@ def _check_settings(where: str, endpoint: Optional[str], path: Optional[str]) ->
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """How one engine is reached: ``endpoint`` (CortexDB engines) and ``path`` (local).
+    """How one engine is reached: ``endpoint`` (CortexDB engines), ``path`` and
+    ``embedder`` (local).
 
-    Both are optional: an absent or blank ``endpoint`` uses the engine's
+    All are optional: an absent or blank ``endpoint`` uses the engine's
     default; an absent ``path`` uses the per-user database
     (:func:`cortex_memory.paths.default_database_path`). ``path`` may be any
     path-like value and is kept as a ``str``; ``":memory:"`` is allowed.
+    ``embedder`` names the local engine's embedder (``"ngram"``, the default,
+    ``"semantic"`` with the ``[semantic]`` extra, or ``"module:factory"``);
+    the CortexDB engines ignore it.
 
     Construction refuses a value of the wrong type (``TypeError``) and, with
     :class:`~cortex_memory.errors.ConfigError` naming the field, control
@@ -142,8 +150,13 @@ class EngineSettings:
 
     endpoint: Optional[str] = None
     path: Optional[str] = None
+    embedder: Optional[str] = None
 
     def __post_init__(self) -> None:
+        if self.embedder is not None and not isinstance(self.embedder, str):
+            raise TypeError(
+                f"EngineSettings.embedder must be a str or None, not {type(self.embedder).__name__}"
+            )
         if self.endpoint is not None and not isinstance(self.endpoint, str):
             raise TypeError(
                 f"EngineSettings.endpoint must be a str or None, not {type(self.endpoint).__name__}"
@@ -158,7 +171,7 @@ class EngineSettings:
             if not isinstance(path, str):
                 raise TypeError("EngineSettings.path must be a text path, not bytes")
             object.__setattr__(self, "path", path)
-        _check_settings("EngineSettings", self.endpoint, self.path)
+        _check_settings("EngineSettings", self.endpoint, self.path, self.embedder)
 
     def to_dict(self) -> Dict[str, str]:
         """The settings as a JSON/TOML table (unset fields omitted)."""
@@ -167,6 +180,8 @@ class EngineSettings:
             out["endpoint"] = self.endpoint
         if self.path is not None:
             out["path"] = self.path
+        if self.embedder is not None:
+            out["embedder"] = self.embedder
         return out
 
 
@@ -385,23 +400,24 @@ def _read_settings(
         return _NO_SETTINGS
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where}{name} must be a table, not {_kind_of(table)}")
+    known = ("endpoint", "path", "embedder")
     for key in table:
-        if isinstance(key, str) and key not in ("endpoint", "path") and _looks_secret(key):
+        if isinstance(key, str) and key not in known and _looks_secret(key):
             ignored.append(f"{name}.{key}")
     values: Dict[str, Optional[str]] = {}
-    for key in ("endpoint", "path"):
+    for key in known:
         value = table.get(key)
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{where}{name}.{key} must be a string, not {_kind_of(value)}")
         values[key] = value
-    endpoint, path = values["endpoint"], values["path"]
+    endpoint, path, embedder = values["endpoint"], values["path"], values["embedder"]
     try:
-        _check_settings(name, endpoint, path)
+        _check_settings(name, endpoint, path, embedder)
     except ConfigError as exc:
         raise ConfigError(where + exc.message) from None
     if base is not None and path is not None:
         path = _relative_to(base, path)
-    return EngineSettings(endpoint, path)
+    return EngineSettings(endpoint, path, embedder)
 
 
 def _relative_to(base: Path, path: str) -> str:

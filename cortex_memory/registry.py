@@ -206,7 +206,7 @@ def _build_local(settings: EngineSettings, credential: EngineCredential) -> Memo
         database = path
     else:
         database = os.path.expanduser(path)
-    return LocalEngine(database)
+    return LocalEngine(database, embedder=settings.embedder)
 
 
 def _cortexdb_descriptor() -> EngineDescriptor:
@@ -306,7 +306,8 @@ def build_engine(
 
     ``local``: the database is ``settings.path`` (``~`` expanded;
     ``":memory:"`` allowed), or the per-user database when unset
-    (its folder is created). Any credential is ignored.
+    (its folder is created); ``settings.embedder`` names its embedder
+    (default ``ngram``). Any credential is ignored.
     """
     if not isinstance(engine_id, str):
         raise TypeError(f"engine_id must be a str, not {type(engine_id).__name__}")

@@ -262,7 +262,12 @@ def _configure_fetch(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", nargs="+", help="what to look for")
     p.add_argument(
         "--mode", choices=[m.value for m in FetchMode], default=FetchMode.HYBRID.value,
-        help="ranking: keyword, vector or hybrid (default; the one every engine offers)",
+        help=(
+            "ranking: keyword (stemmed words), vector or hybrid (default; the one every "
+            "engine offers). On the local engine, vector means character n-gram "
+            "similarity (spelling, not meaning) unless engines.local.embedder in the "
+            "config names another embedder, such as `semantic`"
+        ),
     )
     p.add_argument("--limit", type=_positive, default=10, help="hits per page (default: 10)")
     p.add_argument("--cursor", help="continue where the previous page ended")

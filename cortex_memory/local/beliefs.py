@@ -30,9 +30,10 @@ from cortex_memory.contract import (
     Namespace,
     hash_json,
 )
-from cortex_memory.local.analysis import DIMS, padded_words, vector_row, words_of
-from cortex_memory.local.schema import vector_columns
+from cortex_memory.local.corpus import BELIEFS, add_stats
 from cortex_memory.local.sqlfilter import namespace_key, service_depth
+from cortex_memory.local.text import words_of
+from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
 __all__ = [
     "BELIEF_COLUMNS",
@@ -49,8 +50,8 @@ BELIEF_COLUMNS = "b.seq, b.id, b.namespace, b.text, b.miss"
 _PUNCTUATION = re.compile(r"[\s.!?;:,]+$")
 _SPACES = re.compile(r"\s+")
 _INSERT = (
-    "INSERT INTO beliefs (tenant, id, namespace, svc, key, miss, updated_us, inv_norm, "
-    f"{vector_columns()}, text, words) VALUES ({', '.join('?' * (DIMS + 10))})"
+    "INSERT INTO beliefs (tenant, id, namespace, svc, key, miss, updated_us, text) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -64,8 +65,11 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-def upsert(conn: sqlite3.Connection, tenant: str, ns: Namespace, text: str) -> int:
-    """The seq of the belief ``text`` at ``ns``, creating it (with no sources) if new."""
+def upsert(
+    conn: sqlite3.Connection, tenant: str, ns: Namespace, text: str, *, fts: bool
+) -> Tuple[int, bool]:
+    """The seq of the belief ``text`` at ``ns`` and whether it is new (created
+    with no sources and no vector yet)."""
     key = belief_key(text)
     ns_key = namespace_key(ns)
     row = conn.execute(
@@ -73,15 +77,16 @@ def upsert(conn: sqlite3.Connection, tenant: str, ns: Namespace, text: str) -> i
         (tenant, ns_key, key),
     ).fetchone()
     if row is not None:
-        return int(row[0])
+        return int(row[0]), False
     belief_id = hash_json(f"belief\n{ns_key}\n{key}")
-    words = words_of(text)
     cursor = conn.execute(
-        _INSERT,
-        (tenant, belief_id, ns_key, service_depth(ns), key, 1.0, _now_us(),
-         *vector_row(words), text, padded_words(words)),
+        _INSERT, (tenant, belief_id, ns_key, service_depth(ns), key, 1.0, _now_us(), text)
     )
-    return int(cursor.lastrowid or 0)
+    seq = int(cursor.lastrowid or 0)
+    if fts:
+        conn.execute("INSERT INTO beliefs_fts (rowid, text) VALUES (?, ?)", (seq, text))
+    add_stats(conn, BELIEFS, 1, len(words_of(text)))
+    return seq, True
 
 
 def add_source(conn: sqlite3.Connection, belief: int, item: int, weight: float) -> bool:
@@ -102,7 +107,20 @@ def add_source(conn: sqlite3.Connection, belief: int, item: int, weight: float) 
     return True
 
 
-def drop_sources(conn: sqlite3.Connection, items: Sequence[object]) -> None:
+def _delete_beliefs(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) -> None:
+    marks = ", ".join("?" * len(seqs))
+    rows = conn.execute(f"SELECT seq, text FROM beliefs WHERE seq IN ({marks})", seqs).fetchall()
+    if fts:
+        conn.executemany(
+            "INSERT INTO beliefs_fts (beliefs_fts, rowid, text) VALUES ('delete', ?, ?)", rows
+        )
+    add_stats(conn, BELIEFS, -len(rows), -sum(len(words_of(str(text))) for _s, text in rows))
+    delete_vectors(conn, BELIEFS, seqs)
+    conn.execute(f"DELETE FROM beliefs WHERE seq IN ({marks})", seqs)
+    bump_epoch(conn)
+
+
+def drop_sources(conn: sqlite3.Connection, items: Sequence[object], *, fts: bool) -> None:
     """Remove item rows ``items`` as sources (they are being deleted).
 
     Each affected belief's ``miss`` is recomputed from the sources left; a
@@ -132,8 +150,7 @@ def drop_sources(conn: sqlite3.Connection, items: Sequence[object]) -> None:
             "UPDATE beliefs SET miss = ? WHERE seq = ?", [(m, s) for s, m in miss.items()]
         )
         if orphans:
-            orphan_marks = ", ".join("?" * len(orphans))
-            conn.execute(f"DELETE FROM beliefs WHERE seq IN ({orphan_marks})", orphans)
+            _delete_beliefs(conn, orphans, fts)
 
 
 def belief_hit(row: Sequence[object], score: float = 0.0) -> Hit:

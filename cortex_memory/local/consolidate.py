@@ -40,11 +40,14 @@ from cortex_memory.contract import (
     admitted_by,
 )
 from cortex_memory.local import beliefs as table
-from cortex_memory.local.analysis import sentences, words_of
 from cortex_memory.local.connections import write_transaction
-from cortex_memory.local.search import BELIEFS, Query, ranked_page, ranking
+from cortex_memory.local.corpus import BELIEFS
+from cortex_memory.local.embedders import Embedder, embed_all
+from cortex_memory.local.search import Query, VectorSpace, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import HIT_FROM, item_of
+from cortex_memory.local.text import sentences, words_of
+from cortex_memory.local.vectors import write_vectors
 
 __all__ = [
     "BATCH",
@@ -94,11 +97,21 @@ def statements(item: StoreItem) -> List[Tuple[str, float]]:
     return out
 
 
-def build(conn: sqlite3.Connection, tenant: str, request: ConsolidateRequest) -> ConsolidateReceipt:
+def build(
+    conn: sqlite3.Connection,
+    tenant: str,
+    request: ConsolidateRequest,
+    *,
+    fts: bool,
+    embedder: Embedder,
+    model: int,
+) -> ConsolidateReceipt:
     """Distil beliefs from the items ``request`` admits; the receipt says how many.
 
     ``scopes`` is nodes read × kinds (the reach's own nodes, as the reference
     engine counts them); ``built`` counts beliefs created or given new support.
+    New beliefs are embedded with ``embedder`` (model key ``model``) in the
+    batch that creates them.
     """
     kinds = request.admitted_kinds()
     flt = MetaFilter(reach=request.reach, kinds=kinds)
@@ -108,18 +121,27 @@ def build(conn: sqlite3.Connection, tenant: str, request: ConsolidateRequest) ->
     while True:
         with write_transaction(conn):
             rows = conn.execute(
-                f"SELECT c.seq, c.id, w.item_json FROM {HIT_FROM} WHERE {where} AND c.seq > ? "
+                f"SELECT c.seq, c.id, w.item_json, w.text FROM {HIT_FROM} WHERE {where} "
+                "AND c.seq > ? "
                 "ORDER BY c.seq LIMIT ?",
                 (*params, after, BATCH),
             ).fetchall()
-            for seq, item_id, item_json in rows:
-                item = item_of(item_id, item_json)
+            created: List[Tuple[int, str]] = []
+            for seq, item_id, item_json, text in rows:
+                item = item_of(item_id, item_json, text)
                 if item.meta.derive is False or not flt.matches(item.item_kind, item.meta):
                     continue
                 for text, weight in statements(item):
-                    belief = table.upsert(conn, tenant, item.meta.namespace, text)
+                    belief, new = table.upsert(conn, tenant, item.meta.namespace, text, fts=fts)
+                    if new:
+                        created.append((belief, text))
                     if table.add_source(conn, belief, seq, weight):
                         touched.add(belief)
+            if created:
+                vectors = embed_all(embedder, [text for _seq, text in created])
+                write_vectors(
+                    conn, BELIEFS, model, [(s, v) for (s, _t), v in zip(created, vectors)]
+                )
         if len(rows) < BATCH:
             break
         after = rows[-1][0]
@@ -130,8 +152,11 @@ def read(
     conn: sqlite3.Connection,
     tenant: str,
     reach: Optional[Reach],
-    query: Optional[str],
+    query: Optional[Query],
     limit: int,
+    *,
+    use_fts: bool,
+    space: Optional[VectorSpace],
 ) -> List[Hit]:
     """Up to ``limit`` beliefs at nodes ``reach`` admits (None: every node but sandboxes).
 
@@ -142,10 +167,10 @@ def read(
     where = (f"b.tenant = ? AND {reach_sql}", [tenant, *reach_params])
     scores: Dict[int, float] = {}
     if query is not None:
-        statement = ranking(BELIEFS, FetchMode.HYBRID, Query.of(query), where, use_fts=False)
-        if statement is None:
-            return []
-        ranked, _more = ranked_page(conn, statement, 0, limit)
+        ranked, _more = rank(
+            conn, BELIEFS, FetchMode.HYBRID, query, where, space,
+            use_fts=use_fts, offset=0, size=limit,
+        )
         scores = dict(ranked)
         order = [seq for seq, _score in ranked]
         if not order:

@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
-from typing import Iterable, Iterator, List, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Union
 
 from cortex_memory.contract import (
     BeliefsRequest,
@@ -59,9 +59,19 @@ from cortex_memory.local.connections import (
     open_connection,
     read_transaction,
     sqlite_errors,
+    write_transaction,
+)
+from cortex_memory.local.corpus import BELIEFS, ITEMS, Corpus
+from cortex_memory.local.embedders import (
+    Embedder,
+    NgramEmbedder,
+    as_embedder,
+    embed_all,
+    fusion_weight_of,
+    min_similarity_of,
 )
 from cortex_memory.local.explore import explore as explore_sql
-from cortex_memory.local.recall import answer, recall_query
+from cortex_memory.local.recall import answer
 from cortex_memory.local.schema import (
     FTS_OK,
     ensure_schema,
@@ -70,8 +80,9 @@ from cortex_memory.local.schema import (
     rebuild_fts,
     refresh_statistics,
 )
-from cortex_memory.local.search import Query
-from cortex_memory.local.store import prepare
+from cortex_memory.local.search import Query, VectorSpace
+from cortex_memory.local.store import prepare_all
+from cortex_memory.local.vectors import VectorIndex, model_key, numpy_or_none, reembed
 
 __all__ = ["LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
 
@@ -79,6 +90,8 @@ _log = logging.getLogger(__name__)
 
 #: New items between two checks of the planner statistics.
 _STATS_EVERY = 2000
+#: How vector search may run: with NumPy when importable, with it, or without.
+_VECTOR_BACKENDS = ("auto", "numpy", "python")
 
 #: The registry id of the local engine.
 LOCAL_ENGINE_ID = "local"
@@ -110,10 +123,17 @@ class LocalEngine(MemoryEngine):
     file never see or touch each other's items. One engine may be shared by
     any number of threads; several processes may use one file (WAL mode).
 
+    ``embedder`` makes the vectors of the ``vector`` and ``hybrid`` modes: an
+    :class:`~cortex_memory.local.embedders.Embedder`, or a name (``"ngram"``,
+    the default, character n-gram similarity; ``"semantic"``, the offline
+    model of the ``[semantic]`` extra; ``"module:factory"``).
+
     Keyword-only tuning: ``timeout`` is SQLite's busy timeout in seconds (how
     long a write waits for another writer before ``UnavailableError``);
     ``use_fts=False`` ranks keywords without FTS5 even when the build has it
-    (the documented fallback); ``pool_size`` caps the connections to a file.
+    (the documented fallback); ``pool_size`` caps the connections to a file;
+    ``vector_backend`` is ``"auto"`` (NumPy when it can be imported),
+    ``"numpy"`` or ``"python"`` (bounded candidates, no NumPy).
     """
 
     def __init__(
@@ -124,6 +144,8 @@ class LocalEngine(MemoryEngine):
         timeout: float = 10.0,
         use_fts: bool = True,
         pool_size: int = 4,
+        embedder: Union[Embedder, str, None] = None,
+        vector_backend: str = "auto",
     ) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"LocalEngine path must be a str or a path, not {type(path).__name__}")
@@ -139,11 +161,24 @@ class LocalEngine(MemoryEngine):
             raise InvalidRequestError("a local busy timeout must be zero or more seconds")
         if pool_size < 1:
             raise InvalidRequestError("a local connection pool holds at least one connection")
+        if vector_backend not in _VECTOR_BACKENDS:
+            raise InvalidRequestError(
+                f"vector_backend must be one of {', '.join(_VECTOR_BACKENDS)}, "
+                f"not {vector_backend!r}"
+            )
+        if vector_backend == "numpy" and numpy_or_none() is None:
+            raise InvalidRequestError("vector_backend `numpy` needs NumPy, which is not installed")
         fspath = os.fspath(path)
         if not isinstance(fspath, str):
             raise TypeError("LocalEngine path must be a text path, not bytes")
         if not fspath:
             raise InvalidRequestError("a local database path must not be empty")
+        self._embedder: Embedder = NgramEmbedder() if embedder is None else as_embedder(embedder)
+        self._floor = min_similarity_of(self._embedder)
+        self._weight = fusion_weight_of(self._embedder)
+        self._numpy = vector_backend != "python" and numpy_or_none() is not None
+        self._indexes: Dict[str, VectorIndex] = {}
+        self._model = 0
         self._path = fspath
         self._tenant = tenant
         self._timeout = float(timeout)
@@ -164,17 +199,46 @@ class LocalEngine(MemoryEngine):
         return open_connection(self._path, self._timeout)
 
     def _ensure_ready(self, conn: sqlite3.Connection) -> None:
-        # The first call sets the file up (schema, WAL, FTS5); later calls only
-        # take the lock to read the flag.
+        # The first call sets the file up (schema, WAL, FTS5, vectors of this
+        # engine's model); later calls only take the lock to read the flag.
         with self._init_lock:
             if self._ready:
                 return
             fts = self._want_fts and fts5_available(conn)
             ensure_schema(conn, use_fts=fts, memory=self._memory)
+            with write_transaction(conn):
+                self._model = model_key(conn, self._embedder)
+            for corpus in (ITEMS, BELIEFS):
+                reembed(conn, corpus, self._embedder, self._model, write_transaction)
             _refresh_statistics(conn)
             self._fts = fts
             self._ready = True
-            _log.debug("local database ready (fts5: %s)", fts)
+            _log.debug("local database ready (fts5: %s, vectors: %s)", fts,
+                       self._embedder.model_id)
+
+    def _space(self, corpus: Corpus) -> VectorSpace:
+        """Where ``corpus``'s vectors of this engine's tenant and model are searched."""
+        index: Optional[VectorIndex] = None
+        if self._numpy:
+            with self._init_lock:
+                index = self._indexes.get(corpus.name)
+                if index is None:
+                    index = VectorIndex(
+                        corpus, self._tenant, self._model, self._embedder.dimension
+                    )
+                    self._indexes[corpus.name] = index
+        return VectorSpace(self._model, self._floor, index, self._weight)
+
+    def _query(self, text: str, mode: FetchMode) -> Query:
+        """``text`` ready to rank, embedded when ``mode`` has a vector part."""
+        if mode is FetchMode.KEYWORD:
+            return Query.of(text)
+        return Query.of(text, embed_all(self._embedder, [text])[0])
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder that makes this engine's vectors."""
+        return self._embedder
 
     @contextlib.contextmanager
     def _session(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -235,9 +299,12 @@ class LocalEngine(MemoryEngine):
         """
         _check_wait(wait)
         batch = validate_many(items)
-        prepared = [prepare(item) for item in batch]
+        with sqlite_errors("storing items"):
+            prepared = prepare_all(batch, self._embedder)
         with self._session("storing items") as conn:
-            receipts = writes.store_batch(conn, self._tenant, prepared, fts=self._fts)
+            receipts = writes.store_batch(
+                conn, self._tenant, prepared, fts=self._fts, model=self._model
+            )
             if self._count_writes(sum(1 for r in receipts if not r.replayed)):
                 _refresh_statistics(conn)
         return receipts
@@ -327,34 +394,41 @@ class LocalEngine(MemoryEngine):
         _DESCRIPTOR.ensure_mode(request.mode)
         request.validate()
         offset = reads.offset_of(request.cursor)
-        query = Query.of(request.query)
+        belief_query = request.beliefs > 0
+        query = self._query(
+            request.query, FetchMode.HYBRID if belief_query else request.mode
+        )
         with self._session("fetching items") as conn:
-            use_fts = request.mode is not FetchMode.VECTOR and self._keyword_index(conn)
+            use_fts = self._keyword_index(conn)
             with read_transaction(conn):
                 pairs, cursor = reads.ranked_hits(
                     conn, self._tenant, request.mode, query, request.filter,
                     request.refers_to, offset, request.limit, use_fts=use_fts,
+                    space=self._space(ITEMS),
                 )
                 beliefs: builtins.list[Hit] = []
-                if request.beliefs > 0:
+                if belief_query:
                     beliefs = beliefs_layer.read(
-                        conn, self._tenant, request.filter.reach, request.query,
+                        conn, self._tenant, request.filter.reach, query,
                         min(request.beliefs, reads.MAX_PAGE),
+                        use_fts=use_fts, space=self._space(BELIEFS),
                     )
         return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
 
     def recall(self, request: RecallRequest) -> RecallAnswer:
         """An extractive answer: the best sentences of the best items, with citations."""
         request.validate()
-        query = recall_query(request.question)
+        query = self._query(request.question, FetchMode.HYBRID)
         with self._session("recalling") as conn:
             use_fts = self._keyword_index(conn)
             with read_transaction(conn):
                 pairs, _cursor = reads.ranked_hits(
                     conn, self._tenant, FetchMode.HYBRID, query, request.filter,
                     request.refers_to, 0, request.limit, use_fts=use_fts,
+                    space=self._space(ITEMS),
                 )
-        return answer(query, reads.items_of(pairs))
+                weights = reads.term_rarity(conn, query, use_fts=use_fts) if pairs else None
+        return answer(query, reads.items_of(pairs), self._embedder, self._floor, weights)
 
     # -- beliefs -----------------------------------------------------------------
 
@@ -362,17 +436,24 @@ class LocalEngine(MemoryEngine):
         """Distil beliefs from the items in reach now; answers ``completed``."""
         request.validate()
         with self._session("consolidating") as conn:
-            return beliefs_layer.build(conn, self._tenant, request)
+            return beliefs_layer.build(
+                conn, self._tenant, request,
+                fts=self._fts, embedder=self._embedder, model=self._model,
+            )
 
     def beliefs(self, request: BeliefsRequest) -> builtins.list[Hit]:
         """Beliefs at nodes the reach admits: ranked by the query, or most confident
         first, then newest."""
         request.validate()
+        query = None if request.query is None else self._query(request.query, FetchMode.HYBRID)
         with self._session("reading beliefs") as conn:
-            return beliefs_layer.read(
-                conn, self._tenant, request.reach, request.query,
-                min(request.limit, reads.MAX_PAGE),
-            )
+            use_fts = self._keyword_index(conn)
+            with read_transaction(conn):
+                return beliefs_layer.read(
+                    conn, self._tenant, request.reach, query,
+                    min(request.limit, reads.MAX_PAGE),
+                    use_fts=use_fts, space=self._space(BELIEFS),
+                )
 
     def close(self) -> None:
         """Close every connection (busy ones as their calls finish); later calls fail."""

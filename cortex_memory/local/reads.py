@@ -32,7 +32,9 @@ from cortex_memory.contract import (
     in_request_order,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError
-from cortex_memory.local.search import ITEMS, Query, hint_window, ranked_page, ranking
+from cortex_memory.local.corpus import ITEMS, read_stats
+from cortex_memory.local.lexical import document_counts, rarity
+from cortex_memory.local.search import Query, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
     HIT_COLUMNS,
@@ -53,6 +55,7 @@ __all__ = [
     "list_page",
     "offset_of",
     "ranked_hits",
+    "term_rarity",
 ]
 
 #: Most hits (or exported items) one page holds.
@@ -131,7 +134,7 @@ def export_page(
     for row in rows:
         item_id = str(row[1])
         try:
-            item = item_of(item_id, str(row[5]))
+            item = item_of(item_id, str(row[5]), str(row[3]))
         except EngineError:
             incomplete.append(item_id)
             continue
@@ -171,17 +174,16 @@ def ranked_hits(
     limit: int,
     *,
     use_fts: bool,
+    space: Optional[VectorSpace],
+    bounded: Optional[bool] = None,
 ) -> Tuple[List[Tuple[Hit, str]], Optional[str]]:
     """``(hit, item_json)`` pairs ranked ``offset ..`` (at most ``limit``, capped at
     :data:`MAX_PAGE`), and the cursor of the next page."""
     size = min(limit, MAX_PAGE)
-    statement = ranking(
-        ITEMS, mode, query, filter_condition(flt, tenant), use_fts=use_fts,
-        window=hint_window(hint),
+    ranked, more = rank(
+        conn, ITEMS, mode, query, filter_condition(flt, tenant), space,
+        use_fts=use_fts, offset=offset, size=size, window=hint_window(hint), bounded=bounded,
     )
-    if statement is None:
-        return [], None
-    ranked, more = ranked_page(conn, statement, offset, size)
     rows: Dict[int, Tuple[object, ...]] = {
         cast(int, row[0]): row for row in rows_by_seq(conn, [seq for seq, _ in ranked])
     }
@@ -196,6 +198,16 @@ def ranked_hits(
     return out, (f"o{offset + len(ranked)}" if more else None)
 
 
+def term_rarity(
+    conn: sqlite3.Connection, query: Query, *, use_fts: bool
+) -> Optional[Dict[str, float]]:
+    """How rare each query term is in the items (None without the keyword index)."""
+    if not use_fts:
+        return None
+    counts = document_counts(conn, ITEMS, query.terms.stems)
+    return rarity(query.terms, counts, read_stats(conn, ITEMS))
+
+
 def items_of(pairs: Sequence[Tuple[Hit, str]]) -> List[Tuple[Hit, StoreItem]]:
     """Rebuild the stored items of ranked pairs (recall quotes their sentences)."""
-    return [(hit, item_of(hit.id, item_json)) for hit, item_json in pairs]
+    return [(hit, item_of(hit.id, item_json, hit.text)) for hit, item_json in pairs]

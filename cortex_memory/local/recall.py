@@ -1,19 +1,33 @@
-"""Extractive recall: answer a question with the best sentences of the best items.
+"""Extractive recall: answer a question with the sentences that answer it, and cite them.
 
-No model is involved. The engine ranks the items the filter admits (hybrid
-ranking, with the question's stopwords left out when it has other words),
-keeps the top ``limit`` as citations, and scores every sentence of those
-items against the question the same way (mean of word coverage and trigram
-cosine). The answer is the best few sentences, best first; each citation's
-snippet is its item's best sentence. When nothing ranks, the answer says so
-and cites nothing.
+No language model is involved. The engine ranks the items the filter admits
+(hybrid), keeps the best ``limit`` as citations, and composes the answer
+from their sentences:
 
+1. Every line of those items (a sentence of a long line) is a candidate: a
+   document's body, each turn of a conversation, a learning's text.
+2. Each is scored against the question: the query terms it holds, speaker
+   labels aside (stems, each weighted by how rare it is in the whole corpus,
+   exact forms counting more), its vector's cosine with the question's
+   (when the question has one), and the rank of the item it comes from.
+3. A sentence whose content words are all the question's own (it adds
+   nothing) is never the answer; one that asks (ends with ``?``) counts
+   half; in a conversation the turn that follows a question (the other
+   speaker's answer) counts more than the question itself.
+4. The best sentences are taken, best first, leaving out near-duplicates
+   (most of their words already chosen) and sentences far weaker than the
+   best, up to :data:`MAX_ANSWER_SENTENCES`. Every one of them comes from a
+   cited item, and that item's snippet is the sentence.
+
+When nothing ranks, the answer is :data:`NOTHING_FOUND` with no citations.
 ``instructions`` cannot steer an extractive answer and are ignored.
 """
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+import math
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cortex_memory.contract import (
     Citation,
@@ -25,9 +39,17 @@ from cortex_memory.contract import (
     StoreItem,
     TextBody,
 )
-from cortex_memory.local.analysis import content_words, cosine, query_words, sentences, vector_of
-from cortex_memory.local.analysis import words_of as _words_of
+from cortex_memory.local.embedders import Embedder, cosine, embed_all, unpack
 from cortex_memory.local.search import Query
+from cortex_memory.local.text import (
+    content_words,
+    jaccard,
+    prose_lines,
+    split_sentences,
+    stem,
+    strip_labels,
+    words_of,
+)
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -35,9 +57,9 @@ __all__ = [
     "MODEL",
     "NOTHING_FOUND",
     "SNIPPET_CHARS",
+    "Passage",
     "answer",
     "passages",
-    "recall_query",
 ]
 
 #: The answer when nothing stored matches the question.
@@ -50,34 +72,66 @@ MAX_ANSWER_SENTENCES = 3
 MAX_ANSWER_CHARS = 1000
 #: Longest citation snippet, in characters.
 SNIPPET_CHARS = 300
+#: A sentence joins the answer only when it scores at least this share of the best.
+KEEP_SHARE = 0.5
+#: Sentences whose content words overlap a chosen one's this much are repeats.
+DUPLICATE_OVERLAP = 0.7
+
+# How the parts of a sentence's score add up (they sum to 1).
+_TERMS, _VECTOR, _RANK = 0.55, 0.30, 0.15
+_ASKS = 0.5  # factor for a sentence that asks
+_ANSWERS = 1.2  # factor for a sentence of the turn right after a question
 
 
-def recall_query(question: str) -> Query:
-    """The question made ready to rank: without stopwords when anything is left."""
-    words = query_words(question)
-    kept = content_words(words)
-    return Query.of(question, kept) if kept else Query.of(question)
+@dataclass(frozen=True)
+class Passage:
+    """One piece of an item recall may quote, and what role it plays."""
+
+    text: str
+    asks: bool  # every sentence of it is a question
+    answers: bool  # it belongs to the turn right after a question
 
 
-def passages(item: StoreItem) -> List[str]:
-    """The sentences of an item recall may quote.
+#: A line at most this long is quoted whole; a longer one sentence by sentence.
+LINE_UNIT = 280
 
-    Documents: the body's sentences (the title when the body has none);
-    conversations: every turn's sentences; learnings: their text.
+
+def _asks(sentences_: Sequence[str]) -> bool:
+    return bool(sentences_) and all(s.rstrip().endswith("?") for s in sentences_)
+
+
+def _pieces(text: str, answers: bool = False) -> List[Passage]:
+    out: List[Passage] = []
+    for line in prose_lines(text):
+        said = split_sentences(line)
+        if len(line) <= LINE_UNIT:
+            out.append(Passage(line, _asks(said), answers))
+        else:
+            out.extend(Passage(s, _asks([s]), answers) for s in said)
+    return out
+
+
+def passages(item: StoreItem) -> List[Passage]:
+    """The pieces of an item recall may quote: its lines, and the sentences of long lines.
+
+    Documents: the body (the title when the body has none); conversations:
+    every turn, a turn that follows a question marked as answering it;
+    learnings: their text. A short line (a chat message, a note) is quoted
+    whole, since its sentences often only make sense together.
     """
     if isinstance(item, Document):
         body = item.body.text if isinstance(item.body, TextBody) else ""
-        found = sentences(body)
-        if not found and item.title:
-            found = sentences(item.title)
-        return found
+        return _pieces(body) or (_pieces(item.title) if item.title else [])
     if isinstance(item, Conversation):
-        out: List[str] = []
+        out: List[Passage] = []
+        previous_asked = False
         for turn in item.turns:
-            out.extend(sentences(turn.text))
+            said = _pieces(turn.text, previous_asked)
+            out.extend(said)
+            previous_asked = bool(said) and said[-1].text.rstrip().endswith("?")
         return out
     if isinstance(item, Learning):
-        return sentences(item.text)
+        return _pieces(item.text)
     return []  # pragma: no cover - the three kinds above are all there is
 
 
@@ -88,49 +142,150 @@ def _cut(text: str, limit: int) -> str:
     return cut + "…"
 
 
-def _sentence_score(sentence: str, query: Query) -> float:
-    words = set(_words_of(sentence))
-    coverage = sum(1 for w in query.words if w in words) / len(query.words) if query.words else 0.0
-    return (coverage + cosine(query.vector, vector_of(_words_of(sentence)))) / 2.0
-
-
-def _best(item: StoreItem, fallback: str, query: Query) -> Tuple[str, float]:
-    best, best_score = "", -1.0
-    for sentence in passages(item):
-        score = _sentence_score(sentence, query)
-        if score > best_score:
-            best, best_score = sentence, score
-    if not best:
-        return _cut(" ".join(fallback.split()), SNIPPET_CHARS), 0.0
-    return best, best_score
-
-
 def _ending(sentence: str) -> str:
     return sentence if sentence[-1:] in ".!?…" else sentence + "."
 
 
-def answer(query: Query, ranked: Sequence[Tuple[Hit, StoreItem]]) -> RecallAnswer:
-    """The recall answer for ranked ``(hit, item)`` pairs, best first."""
+def _content(words: Sequence[str]) -> FrozenSet[str]:
+    """The stems of the content words (of every word, when all are stop words)."""
+    return frozenset(stem(w) for w in content_words(words))
+
+
+@dataclass
+class _Candidate:
+    rank: int  # the item's place in the ranking
+    passage: Passage
+    words: Sequence[str]
+    content: FrozenSet[str]
+    score: float = 0.0
+
+
+def _cosines(query: Query, texts: Sequence[str], embedder: Optional[Embedder]) -> List[float]:
+    if query.vector is None or embedder is None or not texts:
+        return [0.0] * len(texts)
+    q = unpack(query.vector)
+    return [max(0.0, cosine(q, unpack(blob))) for blob in embed_all(embedder, texts)]
+
+
+def _weights(
+    candidates: Sequence[_Candidate], query: Query, rarity: Optional[Mapping[str, float]]
+) -> Dict[str, float]:
+    if rarity is not None:
+        return {t: rarity.get(t, 0.0) for t in query.terms.stems}
+    # Without the corpus's counts, how rare a term is among the candidates.
+    holding: Dict[str, int] = {}
+    for cand in candidates:
+        stems = {stem(w) for w in cand.words}
+        for term in query.terms.stems:
+            if term in stems:
+                holding[term] = holding.get(term, 0) + 1
+    total = len(candidates)
+    return {t: math.log(1.0 + total / (1.0 + holding.get(t, 0))) for t in query.terms.stems}
+
+
+def _score(
+    candidates: List[_Candidate],
+    query: Query,
+    embedder: Optional[Embedder],
+    items: int,
+    floor: float,
+    rarity: Optional[Mapping[str, float]],
+) -> None:
+    terms = query.terms
+    weight = _weights(candidates, query, rarity)
+    ideal = sum(weight.values()) or 1.0
+    cosines = _cosines(query, [c.passage.text for c in candidates], embedder)
+    asked = _content(words_of(query.text))
+    for cand, similar in zip(candidates, cosines):
+        stems = {stem(w) for w in cand.words}
+        forms = set(cand.words)
+        found = 0.0
+        for term in terms.stems:
+            if term in stems:
+                exact = not forms.isdisjoint(terms.forms[term])
+                found += weight[term] * (1.0 if exact else 0.85)
+        lexical = found / ideal
+        prior = 1.0 - cand.rank / max(items, 1)
+        score = _TERMS * lexical + _VECTOR * similar + _RANK * prior
+        if cand.passage.asks:
+            score *= _ASKS
+        if cand.passage.answers:
+            score *= _ANSWERS
+        # A sentence made of the question's own words (nothing more) answers nothing.
+        if cand.content and cand.content <= asked:
+            score = 0.0
+        # Only a sentence that holds a term or is close in meaning may answer.
+        cand.score = score if (lexical > 0.0 or similar >= floor) else 0.0
+
+
+def _chosen(candidates: List[_Candidate]) -> List[_Candidate]:
+    ordered = sorted(candidates, key=lambda c: (-c.score, c.rank))
+    if not ordered or ordered[0].score <= 0.0:
+        return []
+    best = ordered[0].score
+    picked: List[_Candidate] = []
+    used = 0
+    for cand in ordered:
+        if cand.score < best * KEEP_SHARE or len(picked) == MAX_ANSWER_SENTENCES:
+            break
+        if any(
+            (cand.content and jaccard(cand.content, p.content) >= DUPLICATE_OVERLAP)
+            or cand.passage.text.lower() == p.passage.text.lower()
+            for p in picked
+        ):
+            continue
+        size = min(len(cand.passage.text), MAX_ANSWER_CHARS // MAX_ANSWER_SENTENCES) + 1
+        if used + size > MAX_ANSWER_CHARS:
+            break
+        used += size
+        picked.append(cand)
+    return picked
+
+
+def answer(
+    query: Query,
+    ranked: Sequence[Tuple[Hit, StoreItem]],
+    embedder: Optional[Embedder] = None,
+    floor: float = 1.0,
+    rarity: Optional[Mapping[str, float]] = None,
+) -> RecallAnswer:
+    """The recall answer for ranked ``(hit, item)`` pairs, best first.
+
+    ``floor`` is the cosine a sentence needs to answer on meaning alone
+    (the embedder's ``min_similarity``); ``rarity`` weighs each query term by
+    how rare it is in the whole corpus (its BM25 idf; without it, how rare
+    among the candidates). When the items match but none of their sentences
+    answers (they only repeat the question), the answer says so and still
+    cites them.
+    """
     if not ranked:
         return RecallAnswer(NOTHING_FOUND, (), MODEL)
-    citations: List[Citation] = []
-    picked: List[Tuple[float, int, str]] = []
-    for rank, (hit, item) in enumerate(ranked):
-        sentence, score = _best(item, hit.text, query)
-        citations.append(
-            Citation(hit.id, hit.kind, _cut(sentence, SNIPPET_CHARS), hit.meta, hit.score)
+    candidates: List[_Candidate] = []
+    for rank, (_hit, item) in enumerate(ranked):
+        for passage in passages(item):
+            # Who said a line is not what it says: a speaker label does not count.
+            words = words_of(strip_labels(passage.text))
+            candidates.append(_Candidate(rank, passage, words, _content(words)))
+    _score(candidates, query, embedder, len(ranked), floor, rarity)
+    picked = _chosen(candidates)
+    best_of: Dict[int, str] = {}
+    for cand in sorted(candidates, key=lambda c: -c.score):
+        best_of.setdefault(cand.rank, cand.passage.text)
+    for cand in reversed(picked):  # the answer's own sentence wins the snippet
+        best_of[cand.rank] = cand.passage.text
+    citations = tuple(
+        Citation(
+            hit.id,
+            hit.kind,
+            _cut(best_of.get(rank) or " ".join(hit.text.split()), SNIPPET_CHARS),
+            hit.meta,
+            hit.score,
         )
-        picked.append((score, rank, sentence))
-    picked.sort(key=lambda entry: (-entry[0], entry[1]))
-    chosen: List[str] = []
-    seen = set()
-    for _score, _rank, sentence in picked:
-        key = " ".join(sentence.lower().split())
-        if not key or key in seen:
-            continue
-        seen.add(key)
-        chosen.append(_ending(_cut(sentence, MAX_ANSWER_CHARS // MAX_ANSWER_SENTENCES)))
-        if len(chosen) == MAX_ANSWER_SENTENCES:
-            break
-    text = " ".join(chosen).strip() or NOTHING_FOUND
-    return RecallAnswer(text, tuple(citations), MODEL)
+        for rank, (hit, _item) in enumerate(ranked)
+    )
+    if not picked:
+        return RecallAnswer(NOTHING_FOUND, citations, MODEL)
+    text = " ".join(
+        _ending(_cut(c.passage.text, MAX_ANSWER_CHARS // MAX_ANSWER_SENTENCES)) for c in picked
+    )
+    return RecallAnswer(text, citations, MODEL)

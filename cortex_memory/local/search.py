@@ -1,21 +1,21 @@
-"""Ranking in SQL: keyword, vector and hybrid scores, best first.
+"""Ranking a corpus: keyword, vector and hybrid lists, their fusion, time hints, pages.
 
-Every score is computed by SQLite in C; Python only reads the page it needs.
+- **keyword**: BM25 over stems with an exact-form boost (``lexical.py``);
+  every row holding a query term is a candidate, SQLite ranks them, Python
+  scores the best ones. A hit holds at least one term.
+- **vector**: the cosine between the query's and each row's vector (the
+  engine's embedder); a hit reaches the embedder's ``min_similarity``.
+  With NumPy every row is compared (``VectorIndex``); without it, the
+  keyword candidates and the newest rows are (``scan_candidates``).
+- **hybrid**: reciprocal-rank fusion of the two lists, ``Σ 1 / (60 + rank)``
+  over the lists a row is in, divided by what first place in both would get,
+  so a hit's score is in (0, 1]. The keyword list of a hybrid read is the
+  bounded plan (broad terms do not make candidates), so hybrid costs the
+  same at any file size.
 
-- **keyword**: the fraction of the query's distinct words the text holds
-  (whole words). A hit needs at least one. With FTS5 the index alone says
-  which rows hold which words (one phrase query per word), and equal scores
-  are ordered by bm25 relevance; without it (the fallback) every row in the
-  filter is tested with ``instr`` over its padded ``words`` column: the same
-  hits and scores, ties in insertion order.
-- **vector**: the cosine between the query's and the text's hashed trigram
-  vectors, as a dot product over the query's non-zero buckets; a hit needs
-  at least :data:`VECTOR_THRESHOLD`.
-- **hybrid**: the mean of the two; a hit when either one hits.
-
-Ties go to the older item. With a time hint, items observed on the hinted
-days come first (a stable partition, like ``TimeHint.rank`` over the whole
-ranking), so paging stays consistent.
+Ties go to the older row. With a time hint, rows observed on the hinted days
+come first (a stable partition of the ranking), so pages stay consistent.
+Scores are in [0, 1].
 """
 
 # only; every value is bound as a parameter, never formatted into the text.
@@ -24,60 +24,64 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone, tzinfo
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 from zoneinfo import ZoneInfo
 
 from cortex_memory.contract import FetchMode, TimeHint
-from cortex_memory.local.analysis import Vector, norm, query_words, vector_of, words_of
+from cortex_memory.local.context import with_context
+from cortex_memory.local.corpus import ITEMS, Corpus, read_stats
+from cortex_memory.local.lexical import (
+    Terms,
+    candidates,
+    document_counts,
+    fallback_candidates,
+    score_rows,
+)
 from cortex_memory.local.sqlfilter import Condition, micros
+from cortex_memory.local.vectors import VectorIndex, numpy_or_none, scan_candidates
 
 __all__ = [
-    "BELIEFS",
-    "ITEMS",
-    "VECTOR_THRESHOLD",
-    "Corpus",
+    "RRF_K",
     "Query",
+    "Ranked",
+    "VectorSpace",
     "hint_window",
-    "ranked_page",
-    "ranking",
+    "rank",
 ]
 
-#: Lowest cosine that counts as a vector hit.
-VECTOR_THRESHOLD = 0.3
+#: The constant of reciprocal-rank fusion (the usual 60).
+RRF_K = 60
+#: Rows the no-NumPy vector search adds to the keyword candidates: the newest.
+RECENT_ROWS = 200
 
-
-@dataclass(frozen=True)
-class Corpus:
-    """A ranked table: its rows (vectors inline), where its words are, its FTS5 index."""
-
-    table: str
-    alias: str
-    words: str  # the SQL column holding the padded words
-    words_join: str  # the join that brings ``words`` in ("" when in the row)
-    fts: Optional[str]
-    observed: bool  # rows have ``observed_us`` (time hints apply)
-
-
-ITEMS = Corpus(
-    "items", "c", "w.words", "JOIN item_bodies w ON w.seq = c.seq", "items_fts", True
-)
-BELIEFS = Corpus("beliefs", "b", "b.words", "", None, False)
+#: ``(seq, score)`` pairs, best first.
+Ranked = List[Tuple[int, float]]
 
 
 @dataclass(frozen=True)
 class Query:
-    """A query made ready to rank: its distinct words and its trigram vector."""
+    """A query made ready to rank: its terms and (for vector modes) its vector."""
 
-    words: Tuple[str, ...]
-    vector: Vector
-    length: float
+    text: str
+    terms: Terms
+    vector: Optional[bytes] = None  # unit float32; None or zeros: no vector part
 
     @classmethod
-    def of(cls, text: str, words: Optional[Sequence[str]] = None) -> Query:
-        """Prepare ``text``; ``words`` replaces its keyword words (recall drops stopwords)."""
-        chosen = query_words(text) if words is None else tuple(words)
-        vector = vector_of(words_of(text) if words is None else chosen)
-        return cls(chosen, vector, norm(vector))
+    def of(cls, text: str, vector: Optional[bytes] = None) -> Query:
+        """Prepare ``text``; ``vector`` is its packed embedding (see ``embedders.pack``)."""
+        if vector is not None and not any(vector):
+            vector = None  # a text with nothing to embed is similar to nothing
+        return cls(text, Terms.of(text), vector)
+
+
+@dataclass(frozen=True)
+class VectorSpace:
+    """Where a corpus's vectors are: the model key, the hit floor, the NumPy index."""
+
+    key: int
+    floor: float
+    index: Optional[VectorIndex]
+    weight: float = 1.0  # the vector list's weight in hybrid fusion (keyword: 1)
 
 
 def hint_window(hint: Optional[TimeHint]) -> Optional[Tuple[int, int]]:
@@ -100,115 +104,223 @@ def _zone(name: str) -> tzinfo:
     return ZoneInfo(name)
 
 
-def _keyword_expr(query: Query, corpus: Corpus) -> Tuple[str, List[object]]:
-    # Whole words: the column is " w1 w2 ... " and each probe is " w ".
-    terms = " + ".join(f"(instr({corpus.words}, ?) > 0)" for _ in query.words)
-    return f"(({terms}) / ?)", [*(f" {w} " for w in query.words), float(len(query.words))]
+def pool_size(need: int) -> int:
+    """Candidates each list keeps for a page ending at rank ``need``.
+
+    In steps, so the first pages of a ranking all see the same candidates.
+    """
+    if need <= 50:
+        return 100
+    if need <= 500:
+        return 1000
+    return 2 * need
 
 
-def _vector_expr(query: Query, alias: str) -> Tuple[str, List[object]]:
-    dims = sorted(query.vector)
-    terms = " + ".join(f"{alias}.d{dim} * ?" for dim in dims)
-    params: List[object] = [query.vector[dim] for dim in dims]
-    return f"(({terms}) * {alias}.inv_norm * ?)", [*params, 1.0 / query.length]
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
 
 
-def _word_counts(query: Query, fts: str) -> Tuple[str, List[object]]:
-    """Per row the index matches: how many query words it holds (``n``) and the sum
-    of their bm25 ranks (``r``, lower is better); read from the index alone."""
-    one = f"SELECT rowid AS hit, rank AS r FROM {fts} WHERE {fts} MATCH ?"
-    union = " UNION ALL ".join(one for _ in query.words)
-    sql = f"SELECT hit, count(*) AS n, sum(r) AS r FROM ({union}) GROUP BY hit"
-    return sql, [f'"{word}"' for word in query.words]
+def _texts(conn: sqlite3.Connection, corpus: Corpus, seqs: Sequence[int]) -> Dict[int, str]:
+    a = corpus.alias
+    out: Dict[int, str] = {}
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        for seq, text in conn.execute(
+            f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join} "
+            f"WHERE {a}.seq IN ({_marks(len(chunk))})",
+            tuple(chunk),
+        ):
+            out[int(seq)] = str(text)
+    return out
 
 
-def ranking(
+def _keyword(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    query: Query,
+    where: Condition,
+    size: int,
+    *,
+    use_fts: bool,
+    bounded: bool,
+) -> Tuple[Ranked, List[int]]:
+    """The keyword list, and the candidate rows it was scored from."""
+    stats = read_stats(conn, corpus)
+    if use_fts:
+        counts = document_counts(conn, corpus, query.terms.stems)
+        found = candidates(
+            conn, corpus, query.terms, where, size, bounded=bounded, counts=counts
+        )
+        texts = _texts(conn, corpus, found)
+    else:
+        texts, counts = fallback_candidates(conn, corpus, query.terms, where)
+        found = list(texts)
+    scored = score_rows(query.terms, texts, counts, stats)
+    return [(seq, score) for seq, score, _bm25 in scored[:size]], found
+
+
+def _admitted(
+    conn: sqlite3.Connection, corpus: Corpus, where: Condition, seqs: Sequence[int]
+) -> List[int]:
+    a = corpus.alias
+    where_sql, where_params = where
+    kept: set[int] = set()
+    for start in range(0, len(seqs), 500):
+        chunk = list(seqs[start : start + 500])
+        kept.update(
+            int(row[0])
+            for row in conn.execute(
+                f"SELECT {a}.seq FROM {corpus.table} {a} WHERE {a}.seq IN "
+                f"({_marks(len(chunk))}) AND {where_sql}",
+                (*chunk, *where_params),
+            )
+        )
+    return [seq for seq in seqs if seq in kept]
+
+
+def _vector(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    query: Query,
+    where: Condition,
+    size: int,
+    space: VectorSpace,
+    keyword_rows: Sequence[int],
+) -> Ranked:
+    if query.vector is None:
+        return []
+    if space.index is not None:
+        return _indexed(conn, corpus, query.vector, where, size, space)
+    a = corpus.alias
+    where_sql, where_params = where
+    recent = [
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT {a}.seq FROM {corpus.table} {a} WHERE {where_sql} "
+            f"ORDER BY {a}.seq DESC LIMIT ?",
+            (*where_params, RECENT_ROWS),
+        )
+    ]
+    pool = list(dict.fromkeys([*keyword_rows, *recent]))
+    cosines = scan_candidates(conn, corpus, space.key, query.vector, pool)
+    ranked = sorted(
+        ((seq, score) for seq, score in cosines.items() if score >= space.floor),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+    kept = set(_admitted(conn, corpus, where, [seq for seq, _ in ranked]))
+    return [(seq, min(1.0, score)) for seq, score in ranked if seq in kept][:size]
+
+
+def _indexed(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    vector: bytes,
+    where: Condition,
+    size: int,
+    space: VectorSpace,
+) -> Ranked:
+    index = space.index
+    assert index is not None
+    # Most filters admit most rows: search every row, keep what the filter
+    # admits, and only when that leaves the page short ask SQL for the whole
+    # admitted set and search within it.
+    wanted = 2 * size
+    found = index.search(conn, vector, None, wanted, space.floor)
+    kept = _admitted(conn, corpus, where, [seq for seq, _ in found])
+    if len(kept) < size and len(found) == wanted:
+        np = numpy_or_none()
+        a = corpus.alias
+        where_sql, where_params = where
+        allowed = np.fromiter(
+            (
+                int(row[0])
+                for row in conn.execute(
+                    f"SELECT {a}.seq FROM {corpus.table} {a} WHERE {where_sql} "
+                    f"ORDER BY {a}.seq",
+                    where_params,
+                )
+            ),
+            dtype=np.int64,
+        )
+        found = index.search(conn, vector, allowed, size, space.floor)
+        kept = [seq for seq, _ in found]
+    scores = dict(found)
+    return [(seq, min(1.0, max(0.0, scores[seq]))) for seq in kept[:size]]
+
+
+def fuse(lists: Sequence[Ranked], weights: Sequence[float]) -> Ranked:
+    """Weighted reciprocal-rank fusion of ranked lists, normalised to (0, 1]."""
+    total: Dict[int, float] = {}
+    for ranked, weight in zip(lists, weights):
+        for position, (seq, _score) in enumerate(ranked):
+            total[seq] = total.get(seq, 0.0) + weight / (RRF_K + position + 1)
+    best = sum(weights) / (RRF_K + 1)
+    return sorted(
+        ((seq, min(1.0, value / best)) for seq, value in total.items()),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+
+
+def _covered_first(
+    conn: sqlite3.Connection, corpus: Corpus, ranked: Ranked, window: Tuple[int, int]
+) -> Ranked:
+    a = corpus.alias
+    seqs = [seq for seq, _ in ranked]
+    covered: set[int] = set()
+    for start in range(0, len(seqs), 500):
+        chunk = seqs[start : start + 500]
+        covered.update(
+            int(row[0])
+            for row in conn.execute(
+                f"SELECT {a}.seq FROM {corpus.table} {a} WHERE {a}.seq IN "
+                f"({_marks(len(chunk))}) AND {a}.observed_us >= ? AND {a}.observed_us < ?",
+                (*chunk, window[0], window[1]),
+            )
+        )
+    return [p for p in ranked if p[0] in covered] + [p for p in ranked if p[0] not in covered]
+
+
+def rank(
+    conn: sqlite3.Connection,
     corpus: Corpus,
     mode: FetchMode,
     query: Query,
     where: Condition,
+    space: Optional[VectorSpace],
     *,
     use_fts: bool,
-    window: Optional[Tuple[int, int]] = None,
-) -> Optional[Tuple[str, List[object]]]:
-    """The SQL (and parameters) yielding ``(seq, score)`` best first; None when
-    the query cannot hit anything in ``mode`` (no words, no trigrams).
-
-    Parameters are listed in the order their ``?`` appear in the text. The
-    inner selects end in ``LIMIT -1`` so SQLite evaluates each score once per
-    row instead of copying the expression into the outer query.
-    """
-    a = corpus.alias
-    can_keyword = bool(query.words) and mode is not FetchMode.VECTOR
-    can_vector = query.length > 0 and mode is not FetchMode.KEYWORD
-    if not (can_keyword or can_vector):
-        return None
-    fts = corpus.fts if use_fts and can_keyword else None
-    where_sql, where_params = where
-    covered = "0"
-    covered_params: List[object] = []
-    if window is not None and corpus.observed:
-        covered = f"COALESCE({a}.observed_us >= ? AND {a}.observed_us < ?, 0)"
-        covered_params = [window[0], window[1]]
-    n_words = float(len(query.words))
-
-    if mode is FetchMode.KEYWORD and fts is not None:
-        counts, match_params = _word_counts(query, fts)
-        inner = (
-            f"SELECT {a}.seq AS seq, m.n / ? AS score, {covered} AS covered, m.r AS r "
-            f"FROM ({counts}) m JOIN {corpus.table} {a} ON {a}.seq = m.hit "
-            f"WHERE {where_sql} LIMIT -1"
-        )
-        params = [n_words, *covered_params, *match_params, *where_params]
-        return (
-            f"SELECT seq, score FROM ({inner}) ORDER BY covered DESC, score DESC, r, seq",
-            params,
-        )
-
-    vec, vec_params = _vector_expr(query, a) if can_vector else ("0.0", [])
-    kw = "0.0"
-    kw_params: List[object] = []
-    source = f"{corpus.table} {a}"
-    join_params: List[object] = []
-    if fts is not None:
-        counts, join_params = _word_counts(query, fts)
-        kw, kw_params = "(coalesce(m.n, 0) / ?)", [n_words]
-        source += f" LEFT JOIN ({counts}) m ON m.hit = {a}.seq"
-    elif can_keyword:
-        kw, kw_params = _keyword_expr(query, corpus)
-        source += f" {corpus.words_join}"
-    inner = (
-        f"SELECT {a}.seq AS seq, {vec} AS vs, {kw} AS kw, {covered} AS covered "
-        f"FROM {source} WHERE {where_sql} LIMIT -1"
-    )
-    params = [*vec_params, *kw_params, *covered_params, *join_params, *where_params]
-    if mode is FetchMode.KEYWORD:
-        score, hit = "kw", "kw > 0"
-    elif mode is FetchMode.VECTOR:
-        score, hit = "vs", "vs >= ?"
-        params.append(VECTOR_THRESHOLD)
-    else:
-        score, hit = "(kw + vs) / 2.0", "kw > 0 OR vs >= ?"
-        params.append(VECTOR_THRESHOLD)
-    sql = (
-        f"SELECT seq, {score} AS score FROM ({inner}) WHERE {hit} "
-        "ORDER BY covered DESC, score DESC, seq"
-    )
-    return sql, params
-
-
-def ranked_page(
-    conn: sqlite3.Connection,
-    statement: Tuple[str, List[object]],
     offset: int,
     size: int,
-) -> Tuple[List[Tuple[int, float]], bool]:
-    """Ranks ``offset .. offset+size`` of a ranking, and whether more follow.
+    window: Optional[Tuple[int, int]] = None,
+    bounded: Optional[bool] = None,
+) -> Tuple[Ranked, bool]:
+    """Ranks ``offset .. offset+size`` of the ranking, and whether more follow.
 
-    SQLite keeps only ``offset + size + 1`` rows while sorting, so memory stays
-    bounded whatever the number of candidates.
+    ``bounded`` (default: True for hybrid) picks the keyword plan that keeps
+    broad terms from making candidates.
     """
-    sql, params = statement
-    rows = conn.execute(f"{sql} LIMIT ? OFFSET ?", (*params, size + 1, offset)).fetchall()
-    page = [(int(row[0]), float(row[1])) for row in rows[:size]]
-    return page, len(rows) > size
+    pool = pool_size(offset + size + 1)
+    bounded = (mode is FetchMode.HYBRID) if bounded is None else bounded
+    keyword: Ranked = []
+    keyword_rows: List[int] = []
+    if mode is not FetchMode.VECTOR or (space is not None and space.index is None):
+        keyword, keyword_rows = _keyword(
+            conn, corpus, query, where, pool,
+            use_fts=use_fts, bounded=bounded or mode is FetchMode.VECTOR,
+        )
+    vector: Ranked = []
+    if mode is not FetchMode.KEYWORD and space is not None:
+        vector = _vector(conn, corpus, query, where, pool, space, keyword_rows)
+    if mode is FetchMode.KEYWORD:
+        ranked = keyword
+    elif mode is FetchMode.VECTOR:
+        ranked = vector
+    else:
+        if corpus is ITEMS:
+            keyword = with_context(conn, where, keyword)
+        weight = 1.0 if space is None else space.weight
+        ranked = fuse([keyword, vector], [1.0, weight])
+    if window is not None and corpus.observed and ranked:
+        ranked = _covered_first(conn, corpus, ranked, window)
+    page = ranked[offset : offset + size]
+    return page, len(ranked) > offset + size

@@ -1,10 +1,11 @@
 """Rows of the ``items`` table: writing an item, deleting rows, reading hits back.
 
 Writing is split in two so the write lock is held briefly: :func:`prepare`
-does the CPU work (fingerprint, canonical JSON, words, trigram vector) with no
-lock held, and :func:`insert` writes the prepared rows inside the caller's
-transaction. Every delete goes through :func:`delete_seqs`, which keeps the
-tag, vector and FTS5 rows and the beliefs built on the item in step.
+does the CPU work (fingerprint, canonical JSON, word count, the embedder's
+vector) with no lock held, and :func:`insert` writes the prepared rows inside
+the caller's transaction. Every delete goes through :func:`delete_seqs`,
+which keeps the tag, vector and FTS5 rows, the corpus statistics and the
+beliefs built on the item in step.
 """
 
 # only; every value is bound as a parameter, never formatted into the text.
@@ -12,15 +13,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, List, Optional, Sequence, Set, Tuple, cast
 
-from cortex_memory.contract import Hit, ItemKind, MemoryMeta, StoreItem, dumps
+from cortex_memory.contract import (
+    Document,
+    Hit,
+    ItemKind,
+    Learning,
+    MemoryMeta,
+    StoreItem,
+    TextBody,
+    dumps,
+    is_blank,
+)
 from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local import beliefs
-from cortex_memory.local.analysis import DIMS, padded_words, vector_row, words_of
-from cortex_memory.local.schema import vector_columns
+from cortex_memory.local.corpus import ITEMS, add_stats
+from cortex_memory.local.embedders import Embedder, embed_all
 from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth
+from cortex_memory.local.text import words_of
+from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
 __all__ = [
     "HIT_COLUMNS",
@@ -31,9 +44,10 @@ __all__ = [
     "delete_seqs",
     "held_ids",
     "hit_of",
-    "insert",
+    "insert_many",
     "item_of",
     "prepare",
+    "prepare_all",
 ]
 
 #: Columns a hit is built from, in the order :func:`hit_of` reads them
@@ -49,12 +63,12 @@ CHUNK = 500
 _KINDS = {kind.value: kind for kind in ItemKind}
 
 _INSERT_ITEM = (
-    "INSERT INTO items (tenant, id, kind, namespace, svc, workspace, folder, file_path, "
+    "INSERT INTO items (seq, tenant, id, kind, namespace, svc, workspace, folder, file_path, "
     "language, repo, vcs_commit, url, thread_id, turns_first, turns_last, agent_id, "
-    f"tool_call, source_kind, source_id, observed_us, confidence, inv_norm, {vector_columns()}) "
-    f"VALUES ({', '.join('?' * (22 + DIMS))})"
+    "tool_call, source_kind, source_id, observed_us, confidence) "
+    f"VALUES ({', '.join('?' * 22)})"
 )
-_INSERT_BODY = "INSERT INTO item_bodies (seq, words, text, item_json) VALUES (?, ?, ?, ?)"
+_INSERT_BODY = "INSERT INTO item_bodies (seq, text, item_json) VALUES (?, ?, ?)"
 
 
 def chunks(values: Sequence[object], size: int = CHUNK) -> Iterable[Sequence[object]]:
@@ -73,16 +87,27 @@ class Prepared:
 
     id: str
     item_row: Tuple[object, ...]  # _INSERT_ITEM's values after the tenant
-    body: Tuple[str, str, str]  # words, text, item_json
+    body: Tuple[str, str]  # text, item_json
     tags: Tuple[str, ...]
+    words: int  # how many words the text has (the corpus statistics count them)
+    vector: Optional[bytes]  # the embedder's vector (None: not embedded yet)
+
+
+def prepare_all(
+    items: Sequence[StoreItem], embedder: Optional[Embedder]
+) -> List[Prepared]:
+    """:func:`prepare` every item, embedding their texts in batches."""
+    prepared = [prepare(item) for item in items]
+    if embedder is None:
+        return prepared
+    vectors = embed_all(embedder, [p.body[0] for p in prepared])
+    return [replace(p, vector=v) for p, v in zip(prepared, vectors)]
 
 
 def prepare(item: StoreItem) -> Prepared:
-    """Compute everything a write of ``item`` needs (no database access)."""
+    """Compute everything a write of ``item`` needs but its vector (no database access)."""
     meta = item.meta
     text = item.render_text()
-    words = words_of(text)
-    padded = padded_words(words)
     item_id = item.fingerprint()
     row = (
         item_id,
@@ -105,9 +130,43 @@ def prepare(item: StoreItem) -> Prepared:
         meta.source.id,
         None if meta.observed_at is None else micros(meta.observed_at),
         item.item_confidence,
-        *vector_row(words),
     )
-    return Prepared(item_id, row, (padded, text, dumps(item.to_json())), meta.tags)
+    return Prepared(
+        item_id, row, (text, stored_json(item)), meta.tags, len(words_of(text)), None
+    )
+
+
+def _title_prefix(title: object) -> str:
+    # Document.render_text's own rule: "# {title}\n\n" before a non-blank title.
+    return f"# {title}\n\n" if isinstance(title, str) and not is_blank(title) else ""
+
+
+def stored_json(item: StoreItem) -> str:
+    """The item's canonical JSON as kept in ``item_json``, its text not repeated.
+
+    ``item_bodies.text`` holds the rendered text already, so a document's text
+    body and a learning's text are written as ``null`` here and put back on
+    reading (:func:`item_of`); everything else is the contract JSON as is.
+    """
+    value = item.to_json()
+    if isinstance(item, Document) and isinstance(item.body, TextBody):
+        value["body"] = {"text": None}
+    elif isinstance(item, Learning):
+        value["text"] = None
+    return dumps(value)
+
+
+def _restore(value: object, text: str) -> object:
+    """Put the text :func:`stored_json` left out back into a decoded item."""
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("type")
+    if kind == "document" and value.get("body") == {"text": None}:
+        prefix = _title_prefix(value.get("title"))
+        value["body"] = {"text": text[len(prefix) :] if text.startswith(prefix) else text}
+    elif kind == "learning" and "text" in value and value["text"] is None:
+        value["text"] = text
+    return value
 
 
 def held_ids(conn: sqlite3.Connection, tenant: str, ids: Sequence[str]) -> Set[str]:
@@ -124,22 +183,43 @@ def held_ids(conn: sqlite3.Connection, tenant: str, ids: Sequence[str]) -> Set[s
     return held
 
 
-def insert(conn: sqlite3.Connection, tenant: str, item: Prepared, *, fts: bool) -> None:
-    """Write ``item`` for ``tenant`` (the caller checked it is not held).
+def insert_many(
+    conn: sqlite3.Connection,
+    tenant: str,
+    items: Sequence[Prepared],
+    *,
+    fts: bool,
+    model: Optional[int],
+) -> None:
+    """Write ``items`` for ``tenant`` (the caller checked none is held).
 
     Runs inside the caller's write transaction, which makes the check and the
-    insert one atomic step across threads and processes.
+    insert one atomic step across threads and processes. Each table gets one
+    statement for the whole batch: the items' ``seq`` values are given out
+    here, after the highest one the table ever had (what AUTOINCREMENT
+    would give; the write lock is held). ``model`` is the key of the
+    embedder that made the items' vectors.
     """
-    cursor = conn.execute(_INSERT_ITEM, (tenant, *item.item_row))
-    seq = cursor.lastrowid
-    conn.execute(_INSERT_BODY, (seq, *item.body))
-    if item.tags:
-        conn.executemany(
-            "INSERT INTO item_tags (seq, pos, tag) VALUES (?, ?, ?)",
-            [(seq, pos, tag) for pos, tag in enumerate(item.tags)],
-        )
+    if not items:
+        return
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'items'").fetchone()
+    first = (0 if row is None else int(row[0])) + 1
+    seqs = range(first, first + len(items))
+    conn.executemany(_INSERT_ITEM, [(s, tenant, *i.item_row) for s, i in zip(seqs, items)])
+    conn.executemany(_INSERT_BODY, [(s, *i.body) for s, i in zip(seqs, items)])
+    tags = [(s, pos, tag) for s, i in zip(seqs, items) for pos, tag in enumerate(i.tags)]
+    if tags:
+        conn.executemany("INSERT INTO item_tags (seq, pos, tag) VALUES (?, ?, ?)", tags)
     if fts:
-        conn.execute("INSERT INTO items_fts (rowid, words) VALUES (?, ?)", (seq, item.body[0]))
+        conn.executemany(
+            "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
+            [(s, i.body[0]) for s, i in zip(seqs, items)],
+        )
+    if model is not None:
+        conn.executemany(
+            "INSERT INTO item_vectors (seq, model, vec) VALUES (?, ?, ?)",
+            [(s, model, i.vector) for s, i in zip(seqs, items) if i.vector is not None],
+        )
 
 
 def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> int:
@@ -151,18 +231,21 @@ def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> 
     removed = 0
     for chunk in chunks(seqs):
         marks = _marks(len(chunk))
+        rows = conn.execute(
+            f"SELECT seq, text FROM item_bodies WHERE seq IN ({marks})", chunk
+        ).fetchall()
         if fts:
-            rows = conn.execute(
-                f"SELECT seq, words FROM item_bodies WHERE seq IN ({marks})", chunk
-            ).fetchall()
             conn.executemany(
-                "INSERT INTO items_fts (items_fts, rowid, words) VALUES ('delete', ?, ?)",
-                rows,
+                "INSERT INTO items_fts (items_fts, rowid, text) VALUES ('delete', ?, ?)", rows
             )
+        add_stats(conn, ITEMS, -len(rows), -sum(len(words_of(str(text))) for _s, text in rows))
         conn.execute(f"DELETE FROM item_tags WHERE seq IN ({marks})", chunk)
         conn.execute(f"DELETE FROM item_bodies WHERE seq IN ({marks})", chunk)
-        beliefs.drop_sources(conn, chunk)
+        delete_vectors(conn, ITEMS, chunk)
+        beliefs.drop_sources(conn, chunk, fts=fts)
         removed += conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk).rowcount
+    if removed:
+        bump_epoch(conn)
     return removed
 
 
@@ -183,9 +266,9 @@ def meta_of(item_id: str, item_json: str) -> MemoryMeta:
         raise EngineError(f"stored item `{item_id}` is unreadable") from exc
 
 
-def item_of(item_id: str, item_json: str) -> StoreItem:
-    """The stored item, rebuilt whole from its canonical JSON."""
-    value = _decode(item_id, item_json)
+def item_of(item_id: str, item_json: str, text: str) -> StoreItem:
+    """The stored item, rebuilt whole from its stored JSON and its text."""
+    value = _restore(_decode(item_id, item_json), text)
     try:
         return StoreItem.from_json(value)
     except InvalidRequestError as exc:

@@ -11,7 +11,7 @@ rows go.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, List, Sequence, Set, Tuple
+from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
 from cortex_memory.contract import (
     ItemKind,
@@ -21,6 +21,7 @@ from cortex_memory.contract import (
     StoreReceipt,
 )
 from cortex_memory.local.connections import write_transaction
+from cortex_memory.local.corpus import ITEMS, add_stats
 from cortex_memory.local.schema import mark_fts_stale
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
@@ -29,7 +30,7 @@ from cortex_memory.local.store import (
     chunks,
     delete_seqs,
     held_ids,
-    insert,
+    insert_many,
     kind_of,
     meta_of,
 )
@@ -56,45 +57,101 @@ class _ItemFailed(Exception):
         self.cause = cause
 
 
-def _write_all(
-    conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared], fts: bool
-) -> List[StoreReceipt]:
+def _fresh(
+    conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared]
+) -> Tuple[List[StoreReceipt], List[Prepared]]:
+    """Receipts in item order, and the items to write (not held, first copies)."""
     held = held_ids(conn, tenant, [item.id for item in batch])
     receipts: List[StoreReceipt] = []
-    for index, item in enumerate(batch):
-        if item.id in held:  # held before, or an earlier copy in this batch
-            receipts.append(StoreReceipt(item.id, True))
-            continue
+    fresh: List[Prepared] = []
+    for item in batch:
+        replay = item.id in held  # held before, or an earlier copy in this batch
+        receipts.append(StoreReceipt(item.id, replay))
+        if not replay:
+            held.add(item.id)
+            fresh.append(item)
+    return receipts, fresh
+
+
+def _count(conn: sqlite3.Connection, fresh: Sequence[Prepared], fts: bool) -> None:
+    if fresh:
+        add_stats(conn, ITEMS, len(fresh), sum(item.words for item in fresh))
+        if not fts:
+            mark_fts_stale(conn)
+
+
+def _write_all(
+    conn: sqlite3.Connection,
+    tenant: str,
+    batch: Sequence[Prepared],
+    fts: bool,
+    model: Optional[int],
+) -> List[StoreReceipt]:
+    receipts, fresh = _fresh(conn, tenant, batch)
+    insert_many(conn, tenant, fresh, fts=fts, model=model)
+    _count(conn, fresh, fts)
+    return receipts
+
+
+def _write_one_by_one(
+    conn: sqlite3.Connection,
+    tenant: str,
+    batch: Sequence[Prepared],
+    fts: bool,
+    model: Optional[int],
+) -> List[StoreReceipt]:
+    # The slow path, taken only when the batched statements failed: find the
+    # item that fails, keeping the ones before it.
+    receipts, fresh = _fresh(conn, tenant, batch)
+    done: List[Prepared] = []
+    for item in fresh:
         try:
-            insert(conn, tenant, item, fts=fts)
+            insert_many(conn, tenant, [item], fts=fts, model=model)
         except Exception as exc:
-            raise _ItemFailed(index, exc) from exc
-        held.add(item.id)
-        receipts.append(StoreReceipt(item.id, False))
-    if not fts and any(not receipt.replayed for receipt in receipts):
-        mark_fts_stale(conn)
+            _count(conn, done, fts)
+            raise _ItemFailed(batch.index(item), exc) from exc
+        done.append(item)
+    _count(conn, done, fts)
     return receipts
 
 
 def store_batch(
-    conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared], *, fts: bool
+    conn: sqlite3.Connection,
+    tenant: str,
+    batch: Sequence[Prepared],
+    *,
+    fts: bool,
+    model: Optional[int],
 ) -> List[StoreReceipt]:
     """Store prepared items in order in one transaction; receipts in item order.
 
-    When item ``k`` fails, the transaction is rolled back, items ``0..k-1``
-    are written again in a new one (so they stay stored, as if stored one by
-    one, and sending the batch again gives replays for them), and the
-    failure is raised. Each item is thus all or nothing, with no per-item
-    savepoint on the common path.
+    The batch is written with one statement per table. Should that fail,
+    the items are written again one by one; when item ``k`` fails, items
+    ``0..k-1`` stay stored (as if stored one by one, so sending the batch
+    again gives replays for them) and the failure is raised. Each item is
+    thus all or nothing, with no per-item savepoint on the common path.
     """
     try:
         with write_transaction(conn):
-            return _write_all(conn, tenant, batch, fts)
+            return _write_all(conn, tenant, batch, fts, model)
+    except sqlite3.Error as exc:
+        if _is_lock(exc):
+            raise
+    except (UnicodeEncodeError, ValueError, OverflowError):
+        pass
+    try:
+        with write_transaction(conn):
+            return _write_one_by_one(conn, tenant, batch, fts, model)
     except _ItemFailed as failed:
         if failed.index > 0:
             with write_transaction(conn):
-                _write_all(conn, tenant, batch[: failed.index], fts)
+                _write_all(conn, tenant, batch[: failed.index], fts, model)
         raise failed.cause from None
+
+
+def _is_lock(exc: sqlite3.Error) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _finish_delete(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import List
+
 import pytest
 
 from cortex_memory.contract import (
@@ -27,7 +29,7 @@ from cortex_memory.local.recall import MODEL, NOTHING_FOUND, passages
 def _notes(engine: LocalEngine) -> None:
     engine.store_many([
         Document(
-            TextBody("The office opens at nine. Parking is behind the building! Bring a badge."),
+            TextBody("The office opens at nine.\nParking is behind the building!\nBring a badge."),
             title="Office guide",
         ),
         Conversation((
@@ -56,11 +58,58 @@ def test_answer_quotes_the_best_sentences(engine: LocalEngine) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
-def test_answer_picks_a_sentence_not_the_whole_item(mem: LocalEngine) -> None:
+def test_answer_picks_a_passage_not_the_whole_item(mem: LocalEngine) -> None:
     _notes(mem)
     answer = mem.recall(RecallRequest("where is parking?", 1))
     assert answer.citations[0].snippet == "Parking is behind the building!"
     assert answer.answer.startswith("Parking is behind the building!")
+
+
+def test_a_long_line_is_quoted_sentence_by_sentence(mem: LocalEngine) -> None:
+    filler = " ".join(f"Filler sentence number {n} says nothing useful." for n in range(8))
+    mem.store(StoreItem.document(f"{filler} The spare key hangs in the shed. {filler}"))
+    answer = mem.recall(RecallRequest("where is the spare key?", 1))
+    assert answer.answer == "The spare key hangs in the shed."
+
+
+def test_the_question_is_never_the_answer(mem: LocalEngine) -> None:
+    mem.store(Conversation((Turn(Role.USER, "Which port?"),)))
+    only_asks = mem.recall(RecallRequest("Which port?", 3))
+    assert only_asks.answer == NOTHING_FOUND
+    assert len(only_asks.citations) == 1  # it matched; it just does not answer
+    mem.store(Conversation((
+        Turn(Role.USER, "Which port does staging use?"),
+        Turn(Role.ASSISTANT, "Staging listens on 8443."),
+    )))
+    answer = mem.recall(RecallRequest("Which port does staging use?", 3))
+    assert answer.answer == "Staging listens on 8443."
+
+
+def test_the_turn_that_answers_beats_the_turn_that_asks(mem: LocalEngine) -> None:
+    mem.store(Conversation((
+        Turn(Role.USER, "Do you remember where the team dinner is?"),
+        Turn(Role.ASSISTANT, "The team dinner is at Luigi's on Friday."),
+        Turn(Role.USER, "Great, thanks."),
+    )))
+    answer = mem.recall(RecallRequest("where is the team dinner", 3))
+    assert answer.answer.startswith("The team dinner is at Luigi's on Friday.")
+    assert "Do you remember" not in answer.answer
+
+
+def test_near_duplicates_are_dropped_and_every_sentence_is_cited(mem: LocalEngine) -> None:
+    mem.store_many([
+        StoreItem.document("The backup runs every night at two."),
+        StoreItem.document("The backup runs every night at two!"),
+        StoreItem.document("Backups are kept for thirty days."),
+        StoreItem.document("Lunch is at noon."),
+    ])
+    answer = mem.recall(RecallRequest("when does the backup run and how long is it kept", 3))
+    assert answer.answer.lower().count("every night at two") == 1
+    assert "thirty days" in answer.answer
+    assert "Lunch" not in answer.answer
+    snippets = {c.snippet for c in answer.citations}
+    for quoted in ("The backup runs every night at two", "Backups are kept for thirty days."):
+        assert any(s.startswith(quoted) for s in snippets), quoted
 
 
 def test_nothing_matching_says_so(engine: LocalEngine) -> None:
@@ -92,15 +141,24 @@ def test_recall_validates_first(mem: LocalEngine) -> None:
 
 
 def test_stopword_only_questions_still_rank(mem: LocalEngine) -> None:
-    mem.store(StoreItem.document("what is it"))
+    mem.store_many([StoreItem.document("what is it"), StoreItem.document("it is a kettle")])
     answer = mem.recall(RecallRequest("what is it", 2))
-    assert answer.citations
-    assert answer.answer != NOTHING_FOUND
+    assert len(answer.citations) == 2
+    assert answer.answer == "it is a kettle."
 
 
 def test_passages_by_kind() -> None:
-    assert passages(Document(TextBody("# Head\n\nOne. Two?"), title="T")) == ["One.", "Two?"]
-    assert passages(Document(TextBody("# Only a heading"))) == ["Only a heading"]
-    talk = Conversation((Turn(Role.USER, "a b. c d"), Turn(Role.ASSISTANT, "e f")))
-    assert passages(talk) == ["a b.", "c d", "e f"]
-    assert passages(StoreItem.learning("x y", LearningKind.FACT, 0.5)) == ["x y"]
+    def texts(item: StoreItem) -> List[str]:
+        return [p.text for p in passages(item)]
+
+    assert texts(Document(TextBody("# Head\n\nOne. Two?\nThree."), title="T")) == [
+        "One. Two?", "Three.",
+    ]
+    assert texts(Document(TextBody("# Only a heading"))) == ["Only a heading"]
+    long_line = "A b c. " * 50
+    assert texts(Document(TextBody(long_line))) == ["A b c."] * 50
+    talk = Conversation((Turn(Role.USER, "a b? c d?"), Turn(Role.ASSISTANT, "e f")))
+    assert [(p.text, p.asks, p.answers) for p in passages(talk)] == [
+        ("a b? c d?", True, False), ("e f", False, True),
+    ]
+    assert texts(StoreItem.learning("x y", LearningKind.FACT, 0.5)) == ["x y"]

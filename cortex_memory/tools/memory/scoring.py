@@ -1,41 +1,52 @@
-"""Ranking for the local memory backend: the local engine's hybrid score, in process.
+"""Ranking for the local memory backend: the local engine's analysis, in process.
 
 The local backend keeps its own table, so it scores rows itself, with the
-local engine's analysis (:mod:`cortex_memory.local.analysis`): the keyword
-score is the share of the query's distinct words the memory holds, the
-vector score the cosine of hashed character-trigram vectors, and the hybrid
-score their mean, exactly as the local engine's ``fetch`` ranks in hybrid
-mode. Both parts lie in 0..1, so the tool's abstention threshold (0.2 by
-default) means the same thing on every call.
+local engine's text analysis (:mod:`cortex_memory.local.text`): the keyword
+score is the share of the query's distinct content stems the memory holds
+(so ``ships`` meets ``ship``), the vector score the cosine of the built-in
+character n-gram vectors (:class:`~cortex_memory.local.embedders.NgramEmbedder`),
+and the hybrid score their mean. Both parts lie in 0..1, so the tool's
+abstention threshold (0.2 by default) means the same thing on every call.
 """
 
 from __future__ import annotations
 
-from typing import FrozenSet
+import math
+from typing import FrozenSet, Sequence
 
-from cortex_memory.local.analysis import cosine, query_words, vector_of, words_of
+from cortex_memory.local.embedders import NgramEmbedder
+from cortex_memory.local.text import content_words, query_words, stem, words_of
 
 __all__ = ["QueryScorer", "hybrid_score"]
+
+# 256 buckets keep unrelated short memories further apart than the engine's 64.
+_NGRAMS = NgramEmbedder(256)
+
+
+def _vector(text: str) -> Sequence[float]:
+    return _NGRAMS.embed([text])[0]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    size = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / size if size else 0.0
 
 
 class QueryScorer:
     """Scores many texts against one query (the query is analysed once)."""
 
     def __init__(self, query: str) -> None:
-        distinct = query_words(query)
-        self._words: FrozenSet[str] = frozenset(distinct)
-        self._count = len(distinct)
-        # As the local engine: repeats count in vectors, not in the keyword share.
-        self._vector = vector_of(words_of(query))
+        self._stems: FrozenSet[str] = frozenset(stem(w) for w in content_words(query_words(query)))
+        self._vector = _vector(query)
 
     def score(self, text: str) -> float:
         """The hybrid score of ``text``: the mean of its keyword and vector scores."""
-        if not self._count:
+        if not self._stems:
             return 0.0
-        words = words_of(text)
-        keyword = len(self._words.intersection(words)) / self._count
-        vector = cosine(self._vector, vector_of(words))
-        return (keyword + vector) / 2.0
+        held = {stem(w) for w in words_of(text)}
+        keyword = len(self._stems & held) / len(self._stems)
+        return (keyword + _cosine(self._vector, _vector(text))) / 2.0
 
 
 def hybrid_score(query: str, text: str) -> float:

@@ -1,0 +1,333 @@
+"""The ``Embedder`` seam of the local engine, and its built-in character n-gram embedder.
+
+An embedder turns texts into vectors for the engine's ``vector`` and
+``hybrid`` fetch modes. Any object with these three members is one:
+
+- ``model_id`` (str): names the model and its settings. Vectors are stored
+  with it, so opening a file with another model re-embeds what the file
+  holds instead of comparing vectors from two spaces.
+- ``dimension`` (int): the length of every vector it returns.
+- ``embed(texts)``: one vector (a sequence of floats) per text, in order.
+
+Optionally ``min_similarity`` (float in [0, 1]): the lowest cosine that
+counts as a vector hit (default :data:`DEFAULT_MIN_SIMILARITY`); and
+``fusion_weight`` (float in [0, 1]): how much the vector list counts in a
+hybrid ranking, next to the keyword list's 1 (default 1).
+
+The engine calls ``embed`` outside its database locks, on the calling
+thread, with batches of up to :data:`EMBED_BATCH` texts; it keeps every
+vector as little-endian float32 and compares vectors by cosine.
+
+:class:`NgramEmbedder` is the built-in default, and it is honest about what
+it is: **character n-gram similarity**, not a semantic model. Each word is
+padded (``" word "``) and its three-character windows are hashed into
+buckets; two texts are close when they share spellings. It finds
+``planning`` for ``plan`` and survives typos, but it does not know that
+``car`` and ``automobile`` mean the same thing. For meaning, install
+``cortex-memory[semantic]`` and use :func:`cortex_memory.local.semantic.static_embedder`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import zlib
+from array import array
+from functools import lru_cache
+from operator import mul
+from typing import Dict, List, Protocol, Sequence, runtime_checkable
+
+from cortex_memory.errors import ConfigError, EngineError
+from cortex_memory.local.text import STOPWORDS, strip_labels, words_of
+
+__all__ = [
+    "DEFAULT_MIN_SIMILARITY",
+    "EMBED_BATCH",
+    "EMBED_CHARS",
+    "Embedder",
+    "NgramEmbedder",
+    "check_embedder",
+    "cosine",
+    "embedder_named",
+    "embedding_text",
+    "fusion_weight_of",
+    "min_similarity_of",
+    "pack",
+    "unpack",
+]
+
+#: Lowest cosine that counts as a vector hit when an embedder does not say.
+DEFAULT_MIN_SIMILARITY = 0.3
+#: Texts per ``embed`` call.
+EMBED_BATCH = 256
+#: Characters of an item's text that are embedded (its beginning).
+EMBED_CHARS = 8000
+
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into vectors of one dimension, under one model id."""
+
+    @property
+    def model_id(self) -> str:
+        """The model and its settings, e.g. ``"ngram-3x64"``."""
+
+    @property
+    def dimension(self) -> int:
+        """The length of every vector :meth:`embed` returns."""
+
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """One vector per text, in order."""
+
+
+# A word's vector is kept as one integer holding its signed trigram counts,
+# one 32-bit field per bucket (see :func:`_word_packed`).
+_FIELD_BITS = 32
+#: Words an embedder remembers the packed vector of (then it starts afresh).
+_WORD_CACHE = 100_000
+
+
+def _word_packed(word: str, dims: int) -> int:
+    """``Σ count(b) · 2**(32·b)`` over the buckets of the trigrams of ``" word "``.
+
+    Summing these integers over a text's words sums every bucket at once
+    (the sum is exact, since Python integers have any length), so embedding
+    a text is one big-integer addition per word instead of a Python loop
+    over its trigrams; :func:`_unpack_counts` reads the buckets back.
+    """
+    padded = f" {word} ".encode("utf-8", "surrogatepass")
+    total = 0
+    # Trigrams of the UTF-8 bytes: a stable hash (CRC-32) of each window;
+    # its top bit is the sign, the rest picks the bucket.
+    for i in range(len(padded) - 2):
+        h = zlib.crc32(padded[i : i + 3])
+        field = 1 << (_FIELD_BITS * (h % dims))
+        total += field if h & 0x80000000 else -field
+    return total
+
+
+@lru_cache(maxsize=64)
+def _offset(dims: int) -> int:
+    # 2**31 in every field. A text's counts are far inside ±2**31, so adding
+    # this makes every field non-negative: the sum is then its plain base
+    # 2**32 form, and XOR-ing the offset back out leaves each field as the
+    # signed 32-bit two's-complement count.
+    return sum((1 << 31) << (_FIELD_BITS * b) for b in range(dims))
+
+
+def _unpack_counts(total: int, dims: int) -> array[int]:
+    offset = _offset(dims)
+    fields = array("i")
+    fields.frombytes(((total + offset) ^ offset).to_bytes(dims * _FIELD_BITS // 8, "little"))
+    if _BIG_ENDIAN:  # pragma: no cover - see pack()
+        fields.byteswap()
+    return fields
+
+
+class NgramEmbedder:
+    """Character trigram similarity (the built-in, dependency-free default).
+
+    Every word of a text (lowercased, diacritics removed; common English stop
+    words left out when anything else is left) is padded as ``" word "``; each
+    window of three bytes of its UTF-8 form is hashed (CRC-32) into one of
+    ``dimension`` buckets with a sign taken from the hash's top bit, and the
+    vector sums those signs. The signs make the collisions
+    of unrelated trigrams cancel out on average, so unrelated texts sit near
+    a cosine of 0 instead of sharing the buckets of ``the`` and ``ing``.
+    Similar spellings give similar vectors; meanings do not.
+    """
+
+    def __init__(self, dimension: int = 64) -> None:
+        if isinstance(dimension, bool) or not isinstance(dimension, int):
+            raise TypeError(
+                f"NgramEmbedder dimension must be an int, not {type(dimension).__name__}"
+            )
+        if not 8 <= dimension <= 4096:
+            raise ConfigError("NgramEmbedder dimension must be between 8 and 4096")
+        self._dimension = dimension
+        self.min_similarity = DEFAULT_MIN_SIMILARITY
+        # Spelling similarity ranks meaning poorly (B8: recall@10 0.51 against
+        # keyword's 0.73), so in hybrid it mostly orders near ties and brings in
+        # typo matches after the keyword hits.
+        self.fusion_weight = 0.1
+        # word -> packed counts; read and written without a lock: a lost
+        # update only costs a recomputation, and dict operations are atomic.
+        self._words: Dict[str, int] = {}
+
+    @property
+    def model_id(self) -> str:
+        """``ngram-signed-3x<dimension>``."""
+        return f"ngram-signed-3x{self._dimension}"
+
+    @property
+    def dimension(self) -> int:
+        """The number of hash buckets."""
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> List[array[int]]:
+        """The signed bucket sums of every text's character trigrams."""
+        dims = self._dimension
+        cache = self._words
+        if len(cache) > _WORD_CACHE:
+            cache.clear()
+        out: List[array[int]] = []
+        for text in texts:
+            words = words_of(text)
+            kept = [w for w in words if w not in STOPWORDS] or words
+            total = 0
+            for word in kept:
+                packed = cache.get(word)
+                if packed is None:
+                    packed = cache[word] = _word_packed(word, dims)
+                total += packed
+            out.append(_unpack_counts(total, dims))
+        return out
+
+    def __repr__(self) -> str:
+        return f"NgramEmbedder(dimension={self._dimension})"
+
+
+def fusion_weight_of(embedder: Embedder) -> float:
+    """The embedder's ``fusion_weight``, or 1.0."""
+    value = getattr(embedder, "fusion_weight", 1.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ConfigError("an embedder's fusion_weight must be a number between 0 and 1")
+    return float(value)
+
+
+def min_similarity_of(embedder: Embedder) -> float:
+    """The embedder's ``min_similarity``, or :data:`DEFAULT_MIN_SIMILARITY`."""
+    value = getattr(embedder, "min_similarity", DEFAULT_MIN_SIMILARITY)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ConfigError("an embedder's min_similarity must be a number between 0 and 1")
+    return float(value)
+
+
+def check_embedder(embedder: object) -> Embedder:
+    """``embedder`` when it has the members an :class:`Embedder` needs; else TypeError."""
+    if not isinstance(embedder, Embedder):
+        raise TypeError(
+            "an embedder needs model_id, dimension and embed(texts); "
+            f"{type(embedder).__name__} lacks some"
+        )
+    model_id, dimension = embedder.model_id, embedder.dimension
+    if not isinstance(model_id, str) or not model_id.strip() or len(model_id) > 200:
+        raise ConfigError(
+            "an embedder's model_id must be a non-blank string of at most 200 characters"
+        )
+    if isinstance(dimension, bool) or not isinstance(dimension, int) or not 1 <= dimension <= 65536:
+        raise ConfigError("an embedder's dimension must be an int between 1 and 65536")
+    min_similarity_of(embedder)
+    fusion_weight_of(embedder)
+    return embedder
+
+
+def pack(vector: Sequence[float], dimension: int) -> bytes:
+    """``vector`` as little-endian float32 bytes (searches divide by its length).
+
+    A vector of the wrong length, or holding a value that is not a finite
+    number, is the embedder's fault: ``EngineError``. A zero vector (a text
+    with no words) is kept as zeros; it is similar to nothing.
+    """
+    if len(vector) != dimension:
+        raise EngineError(
+            f"the embedder returned a vector of {len(vector)} values; its dimension is {dimension}"
+        )
+    try:
+        packed = array("f", vector)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EngineError("the embedder returned a value that is not a number") from exc
+    if not math.isfinite(sum(packed)):
+        raise EngineError("the embedder returned a value that is not a finite number")
+    if _BIG_ENDIAN:  # pragma: no cover - every supported CI machine is little-endian
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack(blob: bytes) -> array[float]:
+    """The float32 values of a stored vector."""
+    values = array("f")
+    values.frombytes(blob)
+    if _BIG_ENDIAN:  # pragma: no cover - see pack()
+        values.byteswap()
+    return values
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """The cosine of two vectors of one length; 0.0 when either is all zeros."""
+    dot = sum(map(mul, a, b))
+    if not dot:
+        return 0.0
+    size = math.sqrt(sum(map(mul, a, a)) * sum(map(mul, b, b)))
+    return dot / size if size else 0.0
+
+
+_BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
+
+
+def embedding_text(text: str) -> str:
+    """What of a text is embedded: its beginning, without the labels of its lines.
+
+    Who said a line is matched by the keyword index; left in the vector, a
+    speaker's name (or ``user:``) would make every line of theirs look alike.
+    """
+    return strip_labels(text[:EMBED_CHARS])
+
+
+def embed_all(embedder: Embedder, texts: Sequence[str]) -> List[bytes]:
+    """Every text's :func:`embedding_text` embedded (in batches) and packed."""
+    out: List[bytes] = []
+    dimension = embedder.dimension
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = [embedding_text(text) for text in texts[start : start + EMBED_BATCH]]
+        try:
+            vectors = embedder.embed(batch)
+        except Exception as exc:  # an embedder is user code: map what it raises
+            raise EngineError(
+                f"the embedder `{embedder.model_id}` failed ({type(exc).__name__})"
+            ) from exc
+        if len(vectors) != len(batch):
+            raise EngineError(
+                f"the embedder returned {len(vectors)} vectors for {len(batch)} texts"
+            )
+        out.extend(pack(vector, dimension) for vector in vectors)
+    return out
+
+
+def embedder_named(spec: str) -> Embedder:
+    """The embedder a configuration names.
+
+    - ``"ngram"`` (the default): :class:`NgramEmbedder`;
+    - ``"semantic"``: the offline semantic model of the ``[semantic]`` extra;
+    - ``"module:attribute"``: a factory (or class) called with no arguments,
+      or an embedder object, imported from ``module``.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"an embedder name must be a str, not {type(spec).__name__}")
+    name = spec.strip()
+    if name == "ngram":
+        return NgramEmbedder()
+    if name == "semantic":
+        from cortex_memory.local.semantic import static_embedder
+
+        return static_embedder()
+    module_name, sep, attribute = name.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ConfigError(
+            f"unknown embedder `{spec}`: use `ngram`, `semantic` or `module:factory`"
+        )
+    try:
+        module = importlib.import_module(module_name)
+        target = getattr(module, attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"embedder `{spec}` cannot be imported ({type(exc).__name__})") from exc
+    made = target() if callable(target) and not isinstance(target, Embedder) else target
+    return check_embedder(made)
+
+
+def as_embedder(value: object) -> Embedder:
+    """An embedder given as an object or as a name (see :func:`embedder_named`)."""
+    if isinstance(value, str):
+        return embedder_named(value)
+    return check_embedder(value)

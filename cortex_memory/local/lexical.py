@@ -1,0 +1,230 @@
+"""Keyword ranking: BM25 over stems with an exact-form boost, candidates from FTS5.
+
+A query's *terms* are the stems of its words (stop words left out when
+anything else is left). Ranking has two stages:
+
+1. **Candidates.** With FTS5, SQLite ranks the rows that hold any term by
+   its own BM25 and hands back only the best ``size`` of those the filter
+   admits (``… MATCH ? AND <filter> ORDER BY rank LIMIT ?``), so memory and
+   Python work stay bounded however many rows match. A *bounded* plan (hybrid
+   fetch, recall, beliefs) first looks each term up in the index's
+   vocabulary: terms held by more than :data:`BROAD_TERM_ROWS` rows are
+   "broad" (they say little about which row is wanted) and do not make
+   candidates when rarer terms exist; when every term is broad, the newest
+   matching rows are the candidates. That keeps those reads within a fixed
+   budget at any file size. Without FTS5 (the fallback) every row the filter
+   admits is tokenized in Python.
+2. **Scores**, computed in Python for the candidates, the same way with or
+   without FTS5 (:func:`score_rows`): Okapi BM25 (``k1 = 1.2``, ``b = 0.75``,
+   ``idf = ln(1 + (N − n + ½) / (n + ½))``) where a term met in the same
+   form the query used (not only its stem) counts :data:`EXACT_BOOST` more,
+   divided by what one exact occurrence of every term in a row of average
+   length would score, and capped at 1. A hit holds at least one term.
+
+``N``, the average length and ``n`` (rows holding a term) count every row of
+the file, all tenants together, as the FTS5 index does.
+"""
+
+# only; every value is bound as a parameter, never formatted into the text.
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+
+from cortex_memory.local.corpus import Corpus, Stats
+from cortex_memory.local.sqlfilter import Condition
+from cortex_memory.local.text import content_words, query_words, stem, words_of
+
+__all__ = [
+    "BROAD_TERM_ROWS",
+    "EXACT_BOOST",
+    "Terms",
+    "candidates",
+    "document_counts",
+    "fallback_candidates",
+    "rarity",
+    "score_rows",
+]
+
+#: BM25 parameters (the usual ones, as FTS5's ``bm25()`` uses).
+K1 = 1.2
+B = 0.75
+#: How much more a term counts when the row holds the query's own form of it.
+EXACT_BOOST = 0.25
+#: A term held by more rows than this does not make candidates in a bounded plan.
+BROAD_TERM_ROWS = 4000
+#: Candidates a bounded plan reads when every term is broad (the newest matches).
+BROAD_SAMPLE = 2000
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A query's terms: each stem with the forms the query wrote it in."""
+
+    stems: Tuple[str, ...]
+    forms: Mapping[str, FrozenSet[str]]
+
+    @classmethod
+    def of(cls, text: str) -> Terms:
+        """The terms of ``text`` (stop words out when anything else is left)."""
+        forms: Dict[str, set[str]] = {}
+        for word in content_words(query_words(text)):
+            forms.setdefault(stem(word), set()).add(word)
+        return cls(tuple(forms), {k: frozenset(v) for k, v in forms.items()})
+
+    def match_expression(self, stems: Optional[Sequence[str]] = None) -> str:
+        """An FTS5 query holding any of ``stems`` (default: all), each quoted.
+
+        The index stems query text with its own tokenizer, so each stem is
+        written as a word the query used for it (stemming a stem again can
+        change it: ``releas`` becomes ``relea``); every word form that stems
+        the same way matches.
+        """
+        chosen = self.stems if stems is None else stems
+        words = (min(self.forms[term]) for term in chosen)
+        return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def document_counts(
+    conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
+) -> Dict[str, int]:
+    """Rows of the index holding each stem (from its vocabulary; 0 when absent)."""
+    counts = dict.fromkeys(stems, 0)
+    if not stems:
+        return counts
+    marks = ", ".join("?" * len(stems))
+    for term, docs in conn.execute(
+        f"SELECT term, doc FROM {corpus.vocab} WHERE term IN ({marks})", tuple(stems)
+    ):
+        counts[str(term)] = int(docs)
+    return counts
+
+
+def _fts_rows(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    expression: str,
+    where: Condition,
+    order: str,
+    size: int,
+) -> List[int]:
+    a = corpus.alias
+    where_sql, where_params = where
+    sql = (
+        f"SELECT {a}.seq FROM {corpus.fts} f JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
+        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql} ORDER BY {order} LIMIT ?"
+    )
+    return [int(row[0]) for row in conn.execute(sql, (expression, *where_params, size))]
+
+
+def candidates(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    terms: Terms,
+    where: Condition,
+    size: int,
+    *,
+    bounded: bool,
+    counts: Optional[Mapping[str, int]] = None,
+) -> List[int]:
+    """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's BM25) first."""
+    if not terms.stems:
+        return []
+    if not bounded:
+        return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size)
+    counts = counts if counts is not None else document_counts(conn, corpus, terms.stems)
+    held = [term for term in terms.stems if counts.get(term, 0) > 0]
+    if not held:
+        return []
+    narrow = [term for term in held if counts[term] <= BROAD_TERM_ROWS]
+    if narrow:
+        return _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
+    # Every term is broad: the newest rows holding one of them (the index reads
+    # rows in descending rowid order without sorting), ranked by score later.
+    return _fts_rows(
+        conn, corpus, terms.match_expression(held), where, f"{corpus.alias}.seq DESC",
+        max(size, BROAD_SAMPLE),
+    )
+
+
+def fallback_candidates(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    terms: Terms,
+    where: Condition,
+) -> Tuple[Dict[int, str], Dict[str, int]]:
+    """Without FTS5: the texts of every admitted row that holds a term, and each
+    term's row count over the whole corpus (to score like the index would).
+
+    Reads every row of the corpus, so its cost grows with the file; it is the
+    path for SQLite builds without FTS5, and ``use_fts=False``.
+    """
+    a = corpus.alias
+    wanted = frozenset(terms.stems)
+    where_sql, where_params = where
+    admitted = {
+        int(seq)
+        for (seq,) in conn.execute(
+            f"SELECT {a}.seq FROM {corpus.table} {a} WHERE {where_sql}", where_params
+        )
+    }
+    counts: Counter[str] = Counter()
+    texts: Dict[int, str] = {}
+    for seq, text in conn.execute(
+        f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join}"
+    ):
+        held = wanted.intersection(stem(word) for word in words_of(str(text)))
+        if held:
+            counts.update(held)
+            if int(seq) in admitted:
+                texts[int(seq)] = str(text)
+    return texts, {term: counts.get(term, 0) for term in terms.stems}
+
+
+def _idf(docs: int, holding: int) -> float:
+    return math.log(1.0 + (docs - holding + 0.5) / (holding + 0.5))
+
+
+def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, float]:
+    """Each term's BM25 idf in the corpus (what :func:`score_rows` weighs it by)."""
+    docs = max(stats.docs, 1)
+    return {t: _idf(max(docs, counts.get(t, 0)), counts.get(t, 0)) for t in terms.stems}
+
+
+def score_rows(
+    terms: Terms, texts: Mapping[int, str], counts: Mapping[str, int], stats: Stats
+) -> List[Tuple[int, float, float]]:
+    """``(seq, score, bm25)`` of every row holding a term, best first.
+
+    ``score`` is in [0, 1] (see the module's docstring); rows are ordered by
+    the uncapped boosted BM25, then by age (the older row first).
+    """
+    if not terms.stems:
+        return []
+    average = stats.average_length
+    idf = rarity(terms, counts, stats)
+    ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
+    out: List[Tuple[int, float, float]] = []
+    for seq, text in texts.items():
+        words = words_of(text)
+        if not words:
+            continue
+        forms = set(words)
+        stems = Counter(stem(word) for word in words)
+        norm = K1 * (1.0 - B + B * len(words) / average)
+        total = 0.0
+        for term in terms.stems:
+            tf = stems.get(term, 0)
+            if not tf:
+                continue
+            weight = idf[term] * tf * (K1 + 1.0) / (tf + norm)
+            if not forms.isdisjoint(terms.forms[term]):
+                weight *= 1.0 + EXACT_BOOST
+            total += weight
+        if total > 0.0:
+            out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
+    out.sort(key=lambda row: (-row[2], row[0]))
+    return out

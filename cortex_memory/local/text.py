@@ -1,0 +1,189 @@
+"""Text analysis for the local engine: words, stems, stop words and sentences.
+
+Python and the SQLite keyword index must agree on what a word is, so this
+module mirrors the index's tokenizer (``porter unicode61 remove_diacritics 2``):
+
+- **Words**: runs of letters and digits (``str.isalnum``: Unicode letters and
+  digits count; ``_`` and punctuation separate), lowercased, with diacritics
+  removed (``Café`` → ``cafe``). :func:`words_of` gives them in order.
+- **Stems**: every word through the Porter stemmer SQLite uses
+  (:mod:`cortex_memory.local.porter`), so ``ships``, ``shipped`` and
+  ``shipping`` all meet ``ship``.
+- **Stop words**: common English function words. A query leaves them out when
+  it has any other word (``"what is it"`` keeps all three); the index keeps
+  every word, so nothing stored is ever unfindable.
+- **Sentences**: prose split at ``.``, ``!`` or ``?`` followed by white space
+  and at line breaks; recall and consolidation quote them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import FrozenSet, Iterable, List, Sequence, Tuple
+
+from cortex_memory.local.porter import stem
+
+__all__ = [
+    "MAX_QUERY_WORDS",
+    "STOPWORDS",
+    "content_words",
+    "fold",
+    "jaccard",
+    "prose_lines",
+    "query_words",
+    "sentences",
+    "split_sentences",
+    "stem",
+    "stems_of",
+    "strip_labels",
+    "words_of",
+]
+
+#: Distinct query words a search looks at; longer queries keep the first ones.
+MAX_QUERY_WORDS = 64
+
+# ``[^\W_]`` is exactly "alphanumeric" as ``str.isalnum`` means it: ``\w`` is
+# alphanumeric or ``_`` in a str pattern.
+_WORD = re.compile(r"[^\W_]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPACES = re.compile(r"\s+")
+
+#: Common English words a query leaves out when it has any other word. The
+#: pieces contractions split into (``don't`` → ``don`` ``t``) are here too.
+STOPWORDS: FrozenSet[str] = frozenset(
+    (
+        "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as",
+        "at", "be", "been", "before", "being", "both", "but", "by", "can", "could", "d", "did",
+        "didn", "do", "does", "doesn", "doing", "don", "done", "each", "for", "from", "got",
+        "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him",
+        "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself",
+        "just", "ll", "m", "me", "more", "most", "my", "myself", "no", "nor", "not", "now",
+        "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own",
+        "re", "s", "same", "she", "should", "so", "some", "such", "t", "than", "that", "the",
+        "their", "theirs", "them", "then", "there", "these", "they", "this", "those",
+        "through", "to", "too", "under", "until", "up", "us", "ve", "very", "was", "wasn",
+        "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will",
+        "with", "won", "would", "you", "your", "yours", "yourself",
+    )
+)  # fmt: skip
+
+
+def _strip_marks(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text)
+    kept = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return unicodedata.normalize("NFC", kept)
+
+
+def fold(text: str) -> str:
+    """``text`` lowercased with diacritics removed (ASCII text is only lowercased)."""
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    return _strip_marks(lowered)
+
+
+#: Texts longer than this are not kept in the words cache.
+_CACHED_TEXT = 20_000
+
+
+# Every ASCII character that is not a letter or a digit, mapped to a space:
+# for ASCII text, splitting the translated text finds the words in C.
+_ASCII_SEPARATORS = str.maketrans(
+    {chr(c): " " for c in range(128) if not chr(c).isalnum()}
+)
+
+
+def _split(text: str) -> Tuple[str, ...]:
+    lowered = text.lower()
+    if lowered.isascii():
+        return tuple(lowered.translate(_ASCII_SEPARATORS).split())
+    return tuple(_WORD.findall(_strip_marks(lowered)))
+
+
+@lru_cache(maxsize=2048)
+def _cached_words(text: str) -> Tuple[str, ...]:
+    return _split(text)
+
+
+def words_of(text: str) -> Tuple[str, ...]:
+    """The words of ``text`` in order (repeats kept), folded.
+
+    Cached for short texts: a stored item's text is read as words when it is
+    written, embedded and scored, often several times in a row.
+    """
+    if len(text) <= _CACHED_TEXT:
+        return _cached_words(text)
+    return _split(text)
+
+
+def stems_of(words: Iterable[str]) -> List[str]:
+    """The stem of every word, in order."""
+    return [stem(word) for word in words]
+
+
+@lru_cache(maxsize=4096)
+def _query_words(text: str) -> Tuple[str, ...]:
+    return tuple(dict.fromkeys(words_of(text)))[:MAX_QUERY_WORDS]
+
+
+def query_words(text: str) -> Tuple[str, ...]:
+    """The distinct words of a query, first occurrence first, at most 64 of them."""
+    return _query_words(text)
+
+
+def content_words(words: Sequence[str]) -> Tuple[str, ...]:
+    """``words`` without :data:`STOPWORDS`, or all of them when nothing else is left."""
+    kept = tuple(word for word in words if word not in STOPWORDS)
+    return kept if kept else tuple(words)
+
+
+def jaccard(a: FrozenSet[str], b: FrozenSet[str]) -> float:
+    """``|a ∩ b| / |a ∪ b|``; 0.0 when both are empty."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def prose_lines(text: str) -> List[str]:
+    """The non-empty lines of ``text``, white space collapsed; Markdown headings
+    (``#`` lines) are left out unless the text has nothing else."""
+    lines = [line.strip() for line in text.splitlines()]
+    prose = [line for line in lines if line and not line.startswith("#")]
+    if not prose:
+        prose = [line.lstrip("#").strip() for line in lines if line.lstrip("#").strip()]
+    return [_SPACES.sub(" ", line) for line in prose]
+
+
+def split_sentences(line: str) -> List[str]:
+    """One line's sentences: split at ``.``, ``!`` or ``?`` followed by white space."""
+    return [part.strip() for part in _SENTENCE_END.split(line) if part.strip()]
+
+
+def sentences(text: str, *, limit: int = 64) -> List[str]:
+    """Up to ``limit`` sentences of ``text``, white space collapsed.
+
+    Lines are split first (a line break ends a sentence), then each line at
+    ``.``, ``!`` or ``?`` followed by white space. Markdown headings (``#``
+    lines) are left out unless the text has nothing else.
+    """
+    out: List[str] = []
+    for line in prose_lines(text):
+        for sentence in split_sentences(line):
+            out.append(sentence)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+#: A line's label, as transcripts write the speaker ("Maya: …", "user: …"): a
+#: name of at most 40 characters starting with a letter, a colon, a space.
+_LABEL = re.compile(r"^[ \t]*[^\W\d_][\w .'-]{0,39}?:[ \t]+", re.MULTILINE)
+
+
+def strip_labels(text: str) -> str:
+    """``text`` without the speaker labels its lines start with (all of it when
+    nothing else is left)."""
+    stripped = _LABEL.sub("", text)
+    return stripped if stripped.strip() else text

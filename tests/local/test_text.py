@@ -1,0 +1,58 @@
+"""Words, stop words, labels and passages: what the local engine reads in a text."""
+
+from __future__ import annotations
+
+from cortex_memory.local.text import (
+    STOPWORDS,
+    content_words,
+    fold,
+    jaccard,
+    prose_lines,
+    query_words,
+    sentences,
+    strip_labels,
+    words_of,
+)
+
+
+def test_words_are_folded_alphanumeric_runs() -> None:
+    assert words_of("Café au LAIT, x_1 2nd-floor! 数据") == (
+        "cafe", "au", "lait", "x", "1", "2nd", "floor", "数据",
+    )
+    assert words_of("Plain ASCII: don't stop") == ("plain", "ascii", "don", "t", "stop")
+    assert fold("ÉCOLE Straße") == "ecole straße"
+    long_text = "word " * 10_000  # longer than the cache takes: still right
+    assert len(words_of(long_text)) == 10_000
+
+
+def test_query_words_keep_the_first_64_distinct() -> None:
+    text = " ".join(f"w{i}" for i in range(100)) + " w1 w2"
+    assert query_words(text) == tuple(f"w{i}" for i in range(64))
+
+
+def test_stop_words_go_unless_nothing_else_is_left() -> None:
+    assert content_words(("when", "do", "we", "ship")) == ("ship",)
+    assert content_words(("what", "is", "it")) == ("what", "is", "it")
+    assert {"the", "s", "t", "don"} <= STOPWORDS
+
+
+def test_speaker_labels() -> None:
+    assert strip_labels("Maya: I got a lemon tree\nuser: thanks") == (
+        "I got a lemon tree\nthanks"
+    )
+    for kept in ("10:30 meeting", "https://example.com/a", "plain text", "a:b"):
+        assert strip_labels(kept) == kept
+    assert strip_labels("Note: ") == "Note: "  # nothing else left: kept whole
+
+
+def test_lines_and_sentences() -> None:
+    text = "# Title\n\nFirst one.  Second?\n\n  Third line!\n"
+    assert prose_lines(text) == ["First one. Second?", "Third line!"]
+    assert sentences(text) == ["First one.", "Second?", "Third line!"]
+    assert sentences("# Only\n## Headings") == ["Only", "Headings"]
+    assert len(sentences("A. " * 100, limit=5)) == 5
+
+
+def test_jaccard() -> None:
+    assert jaccard(frozenset(), frozenset()) == 0.0
+    assert jaccard(frozenset("ab"), frozenset("bc")) == 1 / 3
