@@ -1,14 +1,32 @@
-"""B7: the local engine's latency at 10k and 100k items, and how it grows.
+"""B7: the local engine's speed and size at 10k and 100k items, against raw sqlite3 + FTS5.
 
-One database file is filled in ``store_many`` batches of 100 up to 10 000
-items, measured, then filled on to 100 000 and measured again. Each
-operation's figure is the median wall time of several calls with different
-queries; the growth exponent ``log(t100k / t10k) / log(10)`` says how the cost
-grows with the number of items (0 = flat, 1 = linear). The write throughput of
-each filling phase is reported too.
+Two databases are filled side by side with the same texts, in batches of 100:
+the local engine (``store_many``) and a raw baseline, a plain ``sqlite3``
+FTS5 table (``porter unicode61``, WAL, ``synchronous=NORMAL`` as the engine
+uses) written with ``executemany`` in one transaction per batch. At 10k and at
+100k items both are measured, each operation warmed up first, then run over
+the same queries at both sizes, the engine's call and the raw one in turn:
 
-Run: ``python bench/b7_local.py [--small]`` (``--small`` measures 1k and 10k,
-for a quick look). Prints a table and writes ``bench/results/b7_local.json``.
+- **store**: CPU per item of the filling batches, and of one single store
+  (one item, one transaction) at each size;
+- **file**: the database size at 100k (after a WAL checkpoint);
+- **fetch keyword / recall**: against one raw FTS5 query of the same words
+  (``MATCH 'w1 OR w2' ORDER BY rank LIMIT 10``);
+- **fetch hybrid**, **vector**, **list**, **get**: for the record, hybrid
+  against an absolute aim;
+- each on the *common* queries (two words of the texts' small vocabulary,
+  which every second item holds: the hard case) and on *rare* ones (a term
+  about one item in 5000 holds), whose cost must not grow with the file.
+
+Aims (quality.md, issue 12): batched store ≤ 3× raw, single store ≤ 2× raw,
+file ≤ 2.5× raw; keyword fetch and recall p50 at 100k ≤ 1.5× the raw query;
+hybrid fetch p50 at 100k ≤ 20 ms of CPU; the growth exponent
+``log(t100k / t10k) / log(10)`` of the rare-term fetch and recall ≤ 0.5.
+Times are CPU time (``process_time``: far steadier than wall time on a shared
+machine); medians of the calls.
+
+Run: ``python bench/b7_local.py [--small]`` (``--small``: 1k and 10k, a quick
+look; the aims are checked on the sizes measured).
 """
 
 from __future__ import annotations
@@ -17,6 +35,7 @@ import argparse
 import math
 import os
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -27,7 +46,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import print_table, write_result
+from _common import print_table, summary, write_result
 
 from cortex_memory.contract import (
     FetchMode,
@@ -56,6 +75,14 @@ _VOCAB = (
 )
 _RARE = [f"term{i:05d}" for i in range(20_000)]
 _NODES = [Namespace.root(), Namespace.parse("agent:writer"), Namespace.parse("team:acme")]
+_CALLS = 9
+
+STORE_MANY_AIM = 3.0
+SINGLE_STORE_AIM = 2.0
+FILE_AIM = 2.5
+QUERY_AIM = 1.5
+HYBRID_AIM_MS = 20.0
+GROWTH_AIM = 0.5
 
 
 def _text(rng: random.Random) -> str:
@@ -68,134 +95,218 @@ def _text(rng: random.Random) -> str:
     return " ".join(sentences)
 
 
-def _item(rng: random.Random, n: int) -> StoreItem:
+def _item(text: str, n: int) -> StoreItem:
     meta = MemoryMeta(
         namespace=_NODES[n % len(_NODES)],
         workspace=f"ws{n % 10}",
         tags=(f"tag{n % 7}",),
     )
-    return StoreItem.document(f"{_text(rng)} (item {n})", meta)
+    return StoreItem.document(f"{text} (item {n})", meta)
 
 
-def _fill(
-    engine: LocalEngine, rng: random.Random, start: int, stop: int
-) -> Tuple[float, float]:
-    """Store items start..stop in batches of 100; items per wall second and per CPU second.
+class Raw:
+    """The baseline: one plain FTS5 table of the same texts, as lean as sqlite3 allows."""
 
-    Only ``store_many`` is timed (building the test items is not).
-    """
-    wall = cpu = 0.0
-    for first in range(start, stop, 100):
-        batch = [_item(rng, n) for n in range(first, min(first + 100, stop))]
-        began, began_cpu = time.perf_counter(), time.process_time()
-        engine.store_many(batch)
-        cpu += time.process_time() - began_cpu
-        wall += time.perf_counter() - began
-    return (stop - start) / wall, (stop - start) / cpu
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA synchronous = NORMAL")
+        self.conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
+
+    def store_many(self, texts: Sequence[str]) -> None:
+        self.conn.execute("BEGIN")
+        self.conn.executemany("INSERT INTO t (text) VALUES (?)", [(t,) for t in texts])
+        self.conn.execute("COMMIT")
+
+    def store(self, text: str) -> None:
+        self.conn.execute("BEGIN")
+        self.conn.execute("INSERT INTO t (text) VALUES (?)", (text,))
+        self.conn.execute("COMMIT")
+
+    def query(self, words: str) -> List[Tuple[int, float]]:
+        expression = " OR ".join(f'"{w}"' for w in words.split())
+        return self.conn.execute(
+            "SELECT rowid, rank FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", (expression,)
+        ).fetchall()
 
 
-def _median_ms(calls: Sequence[Callable[[], object]]) -> Tuple[float, float]:
-    """Median wall and CPU milliseconds of the calls.
+def _cpu_ms(call: Callable[[], object]) -> float:
+    began = time.process_time()
+    call()
+    return (time.process_time() - began) * 1000
 
-    CPU time (this process, every thread) is what the engine spends, SQLite's
-    C code included; on a shared machine it is far steadier than wall time,
-    so the growth exponent is computed from it.
-    """
-    wall, cpu = [], []
-    for call in calls:
-        began, began_cpu = time.perf_counter(), time.process_time()
+
+def _paired(ours: Sequence[Callable[[], object]], raw: Sequence[Callable[[], object]]
+            ) -> Tuple[float, float]:
+    """Median CPU ms of our calls and of the raw ones, run in turn, after a warm-up."""
+    for call in [*ours[:2], *raw[:2]]:
         call()
-        cpu.append((time.process_time() - began_cpu) * 1000)
-        wall.append((time.perf_counter() - began) * 1000)
-    return statistics.median(wall), statistics.median(cpu)
+    mine: List[float] = []
+    base: List[float] = []
+    for a, b in zip(ours, raw):
+        mine.append(_cpu_ms(a))
+        base.append(_cpu_ms(b))
+    return statistics.median(mine), statistics.median(base)
 
 
-def _measure(
-    engine: LocalEngine, rng: random.Random, size: int
-) -> Dict[str, Tuple[float, float]]:
-    queries = [" ".join(rng.sample(_VOCAB, 2)) for _ in range(9)]
-    rare = [rng.choice(_RARE) for _ in range(9)]
+def _median_ms(calls: Sequence[Callable[[], object]]) -> float:
+    for call in calls[:2]:
+        call()
+    return statistics.median(_cpu_ms(call) for call in calls)
+
+
+def _fill(engine: LocalEngine, raw: Raw, rng: random.Random, start: int, stop: int
+          ) -> Tuple[float, float]:
+    """Store items start..stop in both; CPU µs per item of ours and of raw."""
+    ours = base = 0.0
+    for first in range(start, stop, 100):
+        texts = [_text(rng) for _ in range(first, min(first + 100, stop))]
+        items = [_item(t, first + k) for k, t in enumerate(texts)]
+        raw_texts = [item.render_text() for item in items]
+        began = time.process_time()
+        engine.store_many(items)
+        ours += time.process_time() - began
+        began = time.process_time()
+        raw.store_many(raw_texts)
+        base += time.process_time() - began
+    count = stop - start
+    return ours / count * 1e6, base / count * 1e6
+
+
+def _measure(engine: LocalEngine, raw: Raw, rng: random.Random, size: int
+             ) -> Dict[str, Tuple[float, float]]:
+    """Each operation's (ours, raw) median CPU ms at this size (raw 0.0: none)."""
+    common = [" ".join(rng.sample(_VOCAB, 2)) for _ in range(_CALLS)]
+    rare = [rng.choice(_RARE) for _ in range(_CALLS)]
     ids = [h.id for h in engine.list(ListRequest(MetaFilter(), 200)).items]
     flt = MetaFilter(workspace="ws3")
+    singles = [_item(_text(rng), size * 10 + n) for n in range(_CALLS + 2)]
     figures: Dict[str, Tuple[float, float]] = {}
-    figures["store"] = _median_ms(
-        [lambda n=n: engine.store(_item(rng, size * 10 + n)) for n in range(9)]
+    figures["store one"] = _paired(
+        [lambda i=i: engine.store(i) for i in singles],
+        [lambda t=i.render_text(): raw.store(t) for i in singles],
     )
-    for mode in FetchMode:
-        figures[f"fetch {mode.value}"] = _median_ms(
-            [lambda q=q, m=mode: engine.fetch(FetchRequest(q, m, 10)) for q in queries]
+    for label, queries in (("common", common), ("rare", rare)):
+        raw_calls = [lambda q=q: raw.query(q) for q in queries]
+        figures[f"fetch keyword {label}"] = _paired(
+            [lambda q=q: engine.fetch(FetchRequest(q, FetchMode.KEYWORD, 10)) for q in queries],
+            raw_calls,
         )
-    figures["fetch hybrid rare"] = _median_ms(
-        [lambda q=q: engine.fetch(FetchRequest(q, FetchMode.HYBRID, 10)) for q in rare]
-    )
-    figures["fetch keyword +filter"] = _median_ms(
-        [lambda q=q: engine.fetch(FetchRequest(q, FetchMode.KEYWORD, 10, flt)) for q in queries]
-    )
-    figures["recall"] = _median_ms(
-        [lambda q=q: engine.recall(RecallRequest(f"what about the {q}?", 5)) for q in queries]
-    )
-    figures["list 100"] = _median_ms(
-        [lambda: engine.list(ListRequest(flt, 100)) for _ in range(9)]
-    )
-    figures["get 20"] = _median_ms(
+        figures[f"recall {label}"] = _paired(
+            [lambda q=q: engine.recall(RecallRequest(f"what about the {q}?", 5))
+             for q in queries],
+            raw_calls,
+        )
+        figures[f"fetch hybrid {label}"] = (_median_ms(
+            [lambda q=q: engine.fetch(FetchRequest(q, FetchMode.HYBRID, 10)) for q in queries]
+        ), 0.0)
+        figures[f"fetch vector {label}"] = (_median_ms(
+            [lambda q=q: engine.fetch(FetchRequest(q, FetchMode.VECTOR, 10)) for q in queries]
+        ), 0.0)
+    figures["fetch keyword +filter"] = (_median_ms(
+        [lambda q=q: engine.fetch(FetchRequest(q, FetchMode.KEYWORD, 10, flt)) for q in common]
+    ), 0.0)
+    figures["list 100"] = (_median_ms(
+        [lambda: engine.list(ListRequest(flt, 100)) for _ in range(_CALLS)]
+    ), 0.0)
+    figures["get 20"] = (_median_ms(
         [lambda k=k: engine.get(GetRequest(tuple(ids[k : k + 20]))) for k in range(0, 180, 20)]
-    )
+    ), 0.0)
     return figures
 
 
+def _size_mb(path: str) -> float:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return os.path.getsize(path) / 1e6
+
+
+def _exponent(small: float, large: float, factor: float) -> float:
+    return math.log(large / small) / math.log(factor) if small > 0 and large > 0 else 0.0
+
+
 def main(argv: List[str]) -> int:
-    """Fill, measure, fill more, measure again; print and save the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Fill both, measure, fill more, measure again; check the aims; save the figures."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--small", action="store_true", help="1k and 10k instead of 10k and 100k")
     args = parser.parse_args(argv)
     small, large = (1_000, 10_000) if args.small else (10_000, 100_000)
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "b7.sqlite3")
-        with LocalEngine(path) as engine:
-            fill_small = _fill(engine, rng, 0, small)
-            at_small = _measure(engine, rng, small)
-            fill_large = _fill(engine, rng, small, large)
-            at_large = _measure(engine, rng, large)
-            fts = engine.uses_fts
-        size_mb = os.path.getsize(path) / 1e6
+        ours_path = os.path.join(folder, "b7.sqlite3")
+        raw = Raw(os.path.join(folder, "raw.sqlite3"))
+        with LocalEngine(ours_path, vector_backend="python") as engine:
+            fill_small = _fill(engine, raw, rng, 0, small)
+            at_small = _measure(engine, raw, rng, small)
+            fill_large = _fill(engine, raw, rng, small, large)
+            at_large = _measure(engine, raw, rng, large)
+            backend = engine.embedder.model_id
+        raw.conn.close()
+        size_ours, size_raw = _size_mb(ours_path), _size_mb(raw.path)
+
     rows = []
-    exponents: Dict[str, float] = {}
     for name in at_small:
-        (wall_s, cpu_s), (wall_l, cpu_l) = at_small[name], at_large[name]
-        ratio = cpu_l / cpu_s if cpu_s > 0 else 0.0
-        exponents[name] = math.log(ratio) / math.log(large / small) if ratio > 0 else 0.0
-        rows.append((
-            name, f"{cpu_s:.2f}", f"{cpu_l:.2f}", f"{exponents[name]:.2f}",
-            f"{wall_s:.2f}", f"{wall_l:.2f}",
-        ))
+        (o_s, r_s), (o_l, r_l) = at_small[name], at_large[name]
+        ratio = f"{o_l / r_l:.2f}x" if r_l > 0 else "-"
+        rows.append((name, f"{o_s:.2f}", f"{o_l:.2f}", f"{r_l:.2f}" if r_l else "-", ratio,
+                     f"{_exponent(o_s, o_l, large / small):.2f}"))  # fmt: skip
     print_table(
-        f"B7 local engine (FTS5: {fts}; ms, median of 9 calls; exponent from CPU time)",
-        ["operation", f"cpu {small:,}", f"cpu {large:,}", "growth exponent",
-         f"wall {small:,}", f"wall {large:,}"],
+        f"B7 local engine vs raw sqlite3+FTS5 (CPU ms, median of {_CALLS}; {backend})",
+        ["operation", f"ours {small:,}", f"ours {large:,}", f"raw {large:,}",
+         f"ours/raw {large:,}", "growth exponent"],
         rows,
-    )
-    print(
-        f"store_many throughput (wall / CPU): {fill_small[0]:,.0f} / {fill_small[1]:,.0f} "
-        f"items/s up to {small:,}, {fill_large[0]:,.0f} / {fill_large[1]:,.0f} items/s up to "
-        f"{large:,}; file {size_mb:.0f} MB at {large:,}; load average {os.getloadavg()[0]:.1f}"
-    )
-    path_out = write_result(
-        "b7_local",
-        {
-            "sizes": [small, large],
-            "fts5": fts,
-            "cpu_ms": {str(small): {k: v[1] for k, v in at_small.items()},
-                       str(large): {k: v[1] for k, v in at_large.items()}},
-            "latency_ms": {str(small): {k: v[0] for k, v in at_small.items()},
-                           str(large): {k: v[0] for k, v in at_large.items()}},
-            "growth_exponent": exponents,
-            "store_many_items_per_s": {str(small): fill_small[0], str(large): fill_large[0]},
-            "store_many_items_per_cpu_s": {str(small): fill_small[1], str(large): fill_large[1]},
-            "load_average": os.getloadavg()[0],
-            "file_mb": size_mb,
-        },
-    )
+    )  # fmt: skip
+    batch_ratio = (fill_small[0] + fill_large[0]) / (fill_small[1] + fill_large[1])
+    print(f"store_many: ours {fill_small[0]:.1f} / {fill_large[0]:.1f} µs per item, raw "
+          f"{fill_small[1]:.1f} / {fill_large[1]:.1f} (to {small:,} / to {large:,}): "
+          f"{batch_ratio:.2f}x; file at {large:,}: ours {size_ours:.1f} MB, raw "
+          f"{size_raw:.1f} MB ({size_ours / size_raw:.2f}x); load {os.getloadavg()[0]:.1f}")
+
+    checks = {
+        "store_many / raw": (batch_ratio, STORE_MANY_AIM),
+        "store one / raw": (at_large["store one"][0] / at_large["store one"][1],
+                            SINGLE_STORE_AIM),
+        "file / raw": (size_ours / size_raw, FILE_AIM),
+        "fetch keyword / raw": (at_large["fetch keyword common"][0]
+                                / at_large["fetch keyword common"][1], QUERY_AIM),
+        "recall / raw": (at_large["recall common"][0] / at_large["recall common"][1],
+                         QUERY_AIM),
+        "fetch hybrid ms": (at_large["fetch hybrid common"][0], HYBRID_AIM_MS),
+        "fetch hybrid rare exponent": (_exponent(at_small["fetch hybrid rare"][0],
+                                                 at_large["fetch hybrid rare"][0],
+                                                 large / small), GROWTH_AIM),
+        "fetch keyword rare exponent": (_exponent(at_small["fetch keyword rare"][0],
+                                                  at_large["fetch keyword rare"][0],
+                                                  large / small), GROWTH_AIM),
+        "recall rare exponent": (_exponent(at_small["recall rare"][0],
+                                           at_large["recall rare"][0], large / small),
+                                 GROWTH_AIM),
+    }  # fmt: skip
+    misses = [f"{k} {v:.2f} > {aim}" for k, (v, aim) in checks.items() if v > aim]
+    for name, (value, aim) in checks.items():
+        print(f"  {'ok  ' if value <= aim else 'MISS'} {name}: {value:.2f} (aim <= {aim})")
+    figure = ", ".join(f"{k} {v:.2f}" for k, (v, _a) in checks.items())
+    row = summary(figure, "store <= 3x/2x raw, file <= 2.5x, keyword/recall <= 1.5x raw, "
+                  "hybrid <= 20 ms, rare growth <= 0.5", "miss" if misses else "pass",
+                  detail="; ".join(misses) if misses else None)  # fmt: skip
+    path_out = write_result("b7_local", {
+        "sizes": [small, large],
+        "embedder": backend,
+        "cpu_ms": {str(small): {k: v[0] for k, v in at_small.items()},
+                   str(large): {k: v[0] for k, v in at_large.items()}},
+        "raw_cpu_ms": {str(small): {k: v[1] for k, v in at_small.items() if v[1]},
+                       str(large): {k: v[1] for k, v in at_large.items() if v[1]}},
+        "store_many_us_per_item": {"ours": [fill_small[0], fill_large[0]],
+                                   "raw": [fill_small[1], fill_large[1]]},
+        "file_mb": {"ours": size_ours, "raw": size_raw},
+        "checks": {k: {"value": v, "aim": a} for k, (v, a) in checks.items()},
+        "load_average": os.getloadavg()[0],
+        "summary": row,
+    })  # fmt: skip
     print(f"wrote {path_out}")
     return 0
 

@@ -103,7 +103,7 @@ def build(
     request: ConsolidateRequest,
     *,
     fts: bool,
-    embedder: Embedder,
+    embedder: Optional[Embedder],
     model: int,
 ) -> ConsolidateReceipt:
     """Distil beliefs from the items ``request`` admits; the receipt says how many.
@@ -111,7 +111,7 @@ def build(
     ``scopes`` is nodes read × kinds (the reach's own nodes, as the reference
     engine counts them); ``built`` counts beliefs created or given new support.
     New beliefs are embedded with ``embedder`` (model key ``model``) in the
-    batch that creates them.
+    batch that creates them (None: its vectors are not stored).
     """
     kinds = request.admitted_kinds()
     flt = MetaFilter(reach=request.reach, kinds=kinds)
@@ -137,7 +137,7 @@ def build(
                         created.append((belief, text))
                     if table.add_source(conn, belief, seq, weight):
                         touched.add(belief)
-            if created:
+            if created and embedder is not None:
                 vectors = embed_all(embedder, [text for _seq, text in created])
                 write_vectors(
                     conn, BELIEFS, model, [(s, v) for (s, _t), v in zip(created, vectors)]

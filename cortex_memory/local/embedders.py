@@ -12,7 +12,11 @@ An embedder turns texts into vectors for the engine's ``vector`` and
 Optionally ``min_similarity`` (float in [0, 1]): the lowest cosine that
 counts as a vector hit (default :data:`DEFAULT_MIN_SIMILARITY`); and
 ``fusion_weight`` (float in [0, 1]): how much the vector list counts in a
-hybrid ranking, next to the keyword list's 1 (default 1).
+hybrid ranking, next to the keyword list's 1 (default 1); and
+``stores_vectors`` (bool, default True): False for an embedder so cheap that
+computing a vector costs less than storing it, whose vectors are then
+computed from the candidates' text at query time (never stored; vector
+search then always compares the bounded candidate set).
 
 The engine calls ``embed`` outside its database locks, on the calling
 thread, with batches of up to :data:`EMBED_BATCH` texts; it keeps every
@@ -53,6 +57,7 @@ __all__ = [
     "fusion_weight_of",
     "min_similarity_of",
     "pack",
+    "stores_vectors",
     "unpack",
 ]
 
@@ -151,6 +156,9 @@ class NgramEmbedder:
         # keyword's 0.73), so in hybrid it mostly orders near ties and brings in
         # typo matches after the keyword hits.
         self.fusion_weight = 0.1
+        # A vector costs a few microseconds to compute from words the engine
+        # reads anyway, less than writing and reading 256 bytes per item.
+        self.stores_vectors = False
         # word -> packed counts; read and written without a lock: a lost
         # update only costs a recomputation, and dict operations are atomic.
         self._words: Dict[str, int] = {}
@@ -196,6 +204,14 @@ def fusion_weight_of(embedder: Embedder) -> float:
     return float(value)
 
 
+def stores_vectors(embedder: Embedder) -> bool:
+    """The embedder's ``stores_vectors`` (default True)."""
+    value = getattr(embedder, "stores_vectors", True)
+    if not isinstance(value, bool):
+        raise ConfigError("an embedder's stores_vectors must be True or False")
+    return value
+
+
 def min_similarity_of(embedder: Embedder) -> float:
     """The embedder's ``min_similarity``, or :data:`DEFAULT_MIN_SIMILARITY`."""
     value = getattr(embedder, "min_similarity", DEFAULT_MIN_SIMILARITY)
@@ -220,6 +236,7 @@ def check_embedder(embedder: object) -> Embedder:
         raise ConfigError("an embedder's dimension must be an int between 1 and 65536")
     min_similarity_of(embedder)
     fusion_weight_of(embedder)
+    stores_vectors(embedder)
     return embedder
 
 

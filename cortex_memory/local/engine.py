@@ -69,6 +69,7 @@ from cortex_memory.local.embedders import (
     embed_all,
     fusion_weight_of,
     min_similarity_of,
+    stores_vectors,
 )
 from cortex_memory.local.explore import explore as explore_sql
 from cortex_memory.local.recall import answer
@@ -176,7 +177,12 @@ class LocalEngine(MemoryEngine):
         self._embedder: Embedder = NgramEmbedder() if embedder is None else as_embedder(embedder)
         self._floor = min_similarity_of(self._embedder)
         self._weight = fusion_weight_of(self._embedder)
-        self._numpy = vector_backend != "python" and numpy_or_none() is not None
+        self._stored = stores_vectors(self._embedder)
+        # The NumPy index searches stored vectors; an embedder that stores none
+        # is always searched over the bounded candidates.
+        self._numpy = (
+            vector_backend != "python" and numpy_or_none() is not None and self._stored
+        )
         self._indexes: Dict[str, VectorIndex] = {}
         self._model = 0
         self._path = fspath
@@ -227,7 +233,8 @@ class LocalEngine(MemoryEngine):
                         corpus, self._tenant, self._model, self._embedder.dimension
                     )
                     self._indexes[corpus.name] = index
-        return VectorSpace(self._model, self._floor, index, self._weight)
+        live = None if self._stored else self._embedder
+        return VectorSpace(self._model, self._floor, index, self._weight, live)
 
     def _query(self, text: str, mode: FetchMode) -> Query:
         """``text`` ready to rank, embedded when ``mode`` has a vector part."""
@@ -300,7 +307,7 @@ class LocalEngine(MemoryEngine):
         _check_wait(wait)
         batch = validate_many(items)
         with sqlite_errors("storing items"):
-            prepared = prepare_all(batch, self._embedder)
+            prepared = prepare_all(batch, self._embedder if self._stored else None)
         with self._session("storing items") as conn:
             receipts = writes.store_batch(
                 conn, self._tenant, prepared, fts=self._fts, model=self._model
@@ -438,7 +445,8 @@ class LocalEngine(MemoryEngine):
         with self._session("consolidating") as conn:
             return beliefs_layer.build(
                 conn, self._tenant, request,
-                fts=self._fts, embedder=self._embedder, model=self._model,
+                fts=self._fts, embedder=self._embedder if self._stored else None,
+                model=self._model,
             )
 
     def beliefs(self, request: BeliefsRequest) -> builtins.list[Hit]:

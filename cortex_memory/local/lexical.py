@@ -8,10 +8,11 @@ anything else is left). Ranking has two stages:
    admits (``… MATCH ? AND <filter> ORDER BY rank LIMIT ?``), so memory and
    Python work stay bounded however many rows match. A *bounded* plan (hybrid
    fetch, recall, beliefs) first looks each term up in the index's
-   vocabulary: terms held by more than :data:`BROAD_TERM_ROWS` rows are
-   "broad" (they say little about which row is wanted) and do not make
-   candidates when rarer terms exist; when every term is broad, the newest
-   matching rows are the candidates. That keeps those reads within a fixed
+   vocabulary and lets only the rarest terms make candidates, as long as the
+   rows holding them add up to at most :data:`BROAD_TERM_ROWS`; the others
+   are "broad" (they say little about which row is wanted: they still count
+   in the scores). When even the rarest term is broad, the newest rows
+   holding a term are the candidates. That keeps those reads within a fixed
    budget at any file size. Without FTS5 (the fallback) every row the filter
    admits is tokenized in Python.
 2. **Scores**, computed in Python for the candidates, the same way with or
@@ -36,7 +37,7 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cortex_memory.local.corpus import Corpus, Stats
 from cortex_memory.local.sqlfilter import Condition
-from cortex_memory.local.text import content_words, query_words, stem, words_of
+from cortex_memory.local.text import content_words, query_words, stem, stems_of, words_of
 
 __all__ = [
     "BROAD_TERM_ROWS",
@@ -54,10 +55,9 @@ K1 = 1.2
 B = 0.75
 #: How much more a term counts when the row holds the query's own form of it.
 EXACT_BOOST = 0.25
-#: A term held by more rows than this does not make candidates in a bounded plan.
-BROAD_TERM_ROWS = 4000
-#: Candidates a bounded plan reads when every term is broad (the newest matches).
-BROAD_SAMPLE = 2000
+#: The rows a bounded plan lets SQLite rank: the rarest terms make candidates
+#: while the rows holding them add up to at most this many.
+BROAD_TERM_ROWS = 2000
 
 
 @dataclass(frozen=True)
@@ -139,14 +139,21 @@ def candidates(
     held = [term for term in terms.stems if counts.get(term, 0) > 0]
     if not held:
         return []
-    narrow = [term for term in held if counts[term] <= BROAD_TERM_ROWS]
+    # The rarest terms, as long as the rows they hold stay within the budget.
+    narrow: List[str] = []
+    budget = BROAD_TERM_ROWS
+    for term in sorted(held, key=lambda t: (counts[t], t)):
+        if counts[term] > budget:
+            break
+        narrow.append(term)
+        budget -= counts[term]
     if narrow:
         return _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
     # Every term is broad: the newest rows holding one of them (the index reads
-    # rows in descending rowid order without sorting), ranked by score later.
+    # its rows in descending rowid order without sorting them), ranked by score
+    # afterwards.
     return _fts_rows(
-        conn, corpus, terms.match_expression(held), where, f"{corpus.alias}.seq DESC",
-        max(size, BROAD_SAMPLE),
+        conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size
     )
 
 
@@ -176,7 +183,7 @@ def fallback_candidates(
     for seq, text in conn.execute(
         f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join}"
     ):
-        held = wanted.intersection(stem(word) for word in words_of(str(text)))
+        held = wanted.intersection(stems_of(words_of(str(text))))
         if held:
             counts.update(held)
             if int(seq) in admitted:
@@ -213,7 +220,7 @@ def score_rows(
         if not words:
             continue
         forms = set(words)
-        stems = Counter(stem(word) for word in words)
+        stems = Counter(stems_of(words))
         norm = K1 * (1.0 - B + B * len(words) / average)
         total = 0.0
         for term in terms.stems:

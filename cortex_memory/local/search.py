@@ -38,7 +38,13 @@ from cortex_memory.local.lexical import (
     score_rows,
 )
 from cortex_memory.local.sqlfilter import Condition, micros
-from cortex_memory.local.vectors import VectorIndex, numpy_or_none, scan_candidates
+from cortex_memory.local.embedders import Embedder
+from cortex_memory.local.vectors import (
+    VectorIndex,
+    live_candidates,
+    numpy_or_none,
+    scan_candidates,
+)
 
 __all__ = [
     "RRF_K",
@@ -52,7 +58,7 @@ __all__ = [
 #: The constant of reciprocal-rank fusion (the usual 60).
 RRF_K = 60
 #: Rows the no-NumPy vector search adds to the keyword candidates: the newest.
-RECENT_ROWS = 200
+RECENT_ROWS = 50
 
 #: ``(seq, score)`` pairs, best first.
 Ranked = List[Tuple[int, float]]
@@ -82,6 +88,7 @@ class VectorSpace:
     floor: float
     index: Optional[VectorIndex]
     weight: float = 1.0  # the vector list's weight in hybrid fusion (keyword: 1)
+    live: Optional[Embedder] = None  # set: vectors are made from the text, not stored
 
 
 def hint_window(hint: Optional[TimeHint]) -> Optional[Tuple[int, int]]:
@@ -202,7 +209,10 @@ def _vector(
         )
     ]
     pool = list(dict.fromkeys([*keyword_rows, *recent]))
-    cosines = scan_candidates(conn, corpus, space.key, query.vector, pool)
+    if space.live is not None:
+        cosines = live_candidates(space.live, query.vector, _texts(conn, corpus, pool))
+    else:
+        cosines = scan_candidates(conn, corpus, space.key, query.vector, pool)
     ranked = sorted(
         ((seq, score) for seq, score in cosines.items() if score >= space.floor),
         key=lambda pair: (-pair[1], pair[0]),

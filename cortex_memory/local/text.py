@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import FrozenSet, Iterable, List, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Sequence, Tuple
 
 from cortex_memory.local.porter import stem
 
@@ -118,9 +118,28 @@ def words_of(text: str) -> Tuple[str, ...]:
     return _split(text)
 
 
+#: Words whose stems are remembered (then the memory starts afresh).
+_STEM_CACHE = 200_000
+_STEMS: Dict[str, str] = {}
+
+
 def stems_of(words: Iterable[str]) -> List[str]:
-    """The stem of every word, in order."""
-    return [stem(word) for word in words]
+    """The stem of every word, in order.
+
+    A plain dictionary remembers them: ranking stems every candidate's words,
+    and a dictionary lookup costs a fraction of a cached call. Reads and
+    writes race harmlessly (each is atomic; a lost write is computed again).
+    """
+    cache = _STEMS
+    if len(cache) > _STEM_CACHE:
+        cache.clear()
+    out: List[str] = []
+    for word in words:
+        found = cache.get(word)
+        if found is None:
+            found = cache[word] = stem(word)
+        out.append(found)
+    return out
 
 
 @lru_cache(maxsize=4096)

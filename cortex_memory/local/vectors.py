@@ -29,12 +29,13 @@ import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cortex_memory.local.corpus import Corpus
-from cortex_memory.local.embedders import Embedder, cosine, embed_all, unpack
+from cortex_memory.local.embedders import Embedder, cosine, embed_all, stores_vectors, unpack
 
 __all__ = [
     "VectorIndex",
     "bump_epoch",
     "delete_vectors",
+    "live_candidates",
     "model_key",
     "numpy_or_none",
     "reembed",
@@ -137,6 +138,13 @@ def reembed(
     manager), so other writers keep going. A row deleted meanwhile gets no
     vector. Rows of other models are dropped at the end.
     """
+    if not stores_vectors(embedder):
+        # Its vectors are made at query time: none is kept, of any model.
+        with writer(conn):
+            if conn.execute(f"SELECT 1 FROM {corpus.vectors} LIMIT 1").fetchone():
+                conn.execute(f"DELETE FROM {corpus.vectors}")
+                bump_epoch(conn)
+        return 0
     done = 0
     after = 0
     while True:
@@ -162,6 +170,16 @@ def reembed(
     if done:
         _log.info("embedded %d %s with %s", done, corpus.name, embedder.model_id)
     return done
+
+
+def live_candidates(
+    embedder: Embedder, query: bytes, texts: Dict[int, str]
+) -> Dict[int, float]:
+    """The cosine of ``query`` with each candidate, its vector made now from its text."""
+    q = unpack(query)
+    seqs = list(texts)
+    blobs = embed_all(embedder, [texts[seq] for seq in seqs])
+    return {seq: cosine(q, unpack(blob)) for seq, blob in zip(seqs, blobs)}
 
 
 def scan_candidates(

@@ -132,19 +132,32 @@ def test_a_custom_embedder_ranks_vector_fetches(make_engine: EngineFactory, db_p
     assert _vectors(db_path) == [("letters-4#text-1", 4, 16)] * 3
 
 
+class Vowels(Letters):
+    """Another model: the same letters, one more dimension."""
+
+    model_id = "vowels-5"
+    dimension = 5
+
+    def embed(self, texts: Sequence[str]) -> List[List[float]]:
+        return [[float(t.lower().count(c)) for c in "aeiou"] for t in texts]
+
+
 def test_a_changed_model_reembeds_instead_of_mixing(
     make_engine: EngineFactory, db_path: str
 ) -> None:
-    with LocalEngine(db_path) as first:
+    with LocalEngine(db_path, embedder=Letters()) as first:
         first.store_many([StoreItem.document("aaaa"), StoreItem.document("eeee")])
-    assert {row[0] for row in _vectors(db_path)} == {"ngram-signed-3x64#text-1"}
-    letters = Letters()
-    engine = make_engine(embedder=letters, vector_backend="python")
+    assert {row[:2] for row in _vectors(db_path)} == {("letters-4#text-1", 4)}
+    engine = make_engine(embedder=Vowels(), vector_backend="python")
     assert engine.health().ok
-    assert {row[0] for row in _vectors(db_path)} == {"letters-4#text-1"}
+    assert _vectors(db_path) == [("vowels-5#text-1", 5, 20)] * 2
     assert [h.text for h in engine.fetch(FetchRequest("ee", FetchMode.VECTOR, 5)).hits] == [
         "eeee"
     ]
+    # The built-in embedder stores no vectors: the other model's go.
+    with LocalEngine(db_path) as ngrams:
+        assert ngrams.fetch(FetchRequest("aaaa", FetchMode.VECTOR, 5)).hits
+    assert _vectors(db_path) == []
 
 
 def test_an_embedder_that_fails_stores_nothing(make_engine: EngineFactory) -> None:

@@ -289,13 +289,12 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
     # Keyword mode ranks every match: the short old row comes first.
     assert mem.fetch(FetchRequest("common", FetchMode.KEYWORD, 5)).hits[0].text == "common"
     # A bounded plan with only broad terms takes the newest rows that hold them.
-    monkeypatch.setattr(lexical, "BROAD_SAMPLE", 30)
     with mem._session("testing") as conn:
         where = filter_condition(MetaFilter(), "default")
         terms = lexical.Terms.of("common")
         bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True)
         exhaustive = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=False)
-    assert bounded == list(range(152, 122, -1))  # seq 152 is the zebra, the newest
+    assert bounded == list(range(152, 132, -1))  # seq 152 is the zebra, the newest
     assert exhaustive[0] == 1  # the short old row, by BM25
 
 
