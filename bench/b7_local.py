@@ -182,10 +182,11 @@ def _measure(engine: LocalEngine, raw: Raw, rng: random.Random, size: int
     ids = [h.id for h in engine.list(ListRequest(MetaFilter(), 200)).items]
     flt = MetaFilter(workspace="ws3")
     singles = [_item(_text(rng), size * 10 + n) for n in range(_CALLS + 2)]
+    single_texts = [item.render_text() for item in singles]
     figures: Dict[str, Tuple[float, float]] = {}
     figures["store one"] = _paired(
         [lambda i=i: engine.store(i) for i in singles],
-        [lambda t=i.render_text(): raw.store(t) for i in singles],
+        [lambda t=t: raw.store(t) for t in single_texts],
     )
     for label, queries in (("common", common), ("rare", rare)):
         raw_calls = [lambda q=q: raw.query(q) for q in queries]
@@ -250,7 +251,7 @@ def main(argv: List[str]) -> int:
 
     rows = []
     for name in at_small:
-        (o_s, r_s), (o_l, r_l) = at_small[name], at_large[name]
+        (o_s, _r_s), (o_l, r_l) = at_small[name], at_large[name]
         ratio = f"{o_l / r_l:.2f}x" if r_l > 0 else "-"
         rows.append((name, f"{o_s:.2f}", f"{o_l:.2f}", f"{r_l:.2f}" if r_l else "-", ratio,
                      f"{_exponent(o_s, o_l, large / small):.2f}"))  # fmt: skip
