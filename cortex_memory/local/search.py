@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo
 from cortex_memory.contract import FetchMode, TimeHint
 from cortex_memory.local.context import with_context
 from cortex_memory.local.corpus import ITEMS, Corpus, read_stats
+from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.lexical import (
     Terms,
     candidates,
@@ -38,7 +39,6 @@ from cortex_memory.local.lexical import (
     score_rows,
 )
 from cortex_memory.local.sqlfilter import Condition, micros
-from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.vectors import (
     VectorIndex,
     live_candidates,
