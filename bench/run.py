@@ -1,4 +1,4 @@
-"""Run every benchmark (B1–B7) with one command, print one table, write one JSON file.
+"""Run every benchmark (B1–B8) with one command, print one table, write one JSON file.
 
     python -m bench [--quick] [--only B1,B4] [--fail-on-miss]
     python bench/run.py [the same options]
@@ -71,8 +71,11 @@ BENCHMARKS = (
     Bench("B5", "b5_decode", "decode throughput of listing pages, v3 and v2", "- (report)"),
     Bench("B6", "b6_threads", "throughput of 1/4/16 threads sharing one engine",
           ">= 0.6x linear at 16"),
-    Bench("B7", "b7_local", "local engine latency growth, 10k to 100k items",
-          "- (report the exponent)", quick_args=("--small",)),
+    Bench("B7", "b7_local", "local engine at 10k/100k items vs raw sqlite3+FTS5",
+          "store <= 3x/2x raw, file <= 2.5x, keyword/recall <= 1.5x, hybrid <= 20 ms",
+          quick_args=("--small",)),
+    Bench("B8", "b8_retrieval", "local retrieval quality (LoCoMo format) vs raw FTS5",
+          "hybrid@10 >= FTS5 (+0.10 semantic), >= its parts; answers >= 0.5"),
 )  # fmt: skip
 
 
@@ -97,22 +100,9 @@ def _b5(doc: Dict[str, Any]) -> Summary:
     return {"figure": ", ".join(shown), "aim": "- (report)", "verdict": "report"}
 
 
-def _b7(doc: Dict[str, Any]) -> Summary:
-    exponents = doc["growth_exponent"]
-    small, large = doc["sizes"]
-    steepest = sorted(exponents.items(), key=lambda pair: -pair[1])[:3]
-    shown = ", ".join(f"{op} {value:.2f}" for op, value in steepest)
-    return {
-        "figure": f"{small:,} to {large:,} items, steepest: {shown} (of {len(exponents)})",
-        "aim": "- (report)",
-        "verdict": "report",
-    }
-
-
 ADAPTERS: Dict[str, Callable[[Dict[str, Any]], Summary]] = {
     "b1_transport": _b1,
     "b5_decode": _b5,
-    "b7_local": _b7,
 }
 
 
@@ -189,7 +179,7 @@ def _selected(only: Optional[str]) -> List[Bench]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="Run the benchmarks B1-B7 and print one table."
+        prog="python -m bench", description="Run the benchmarks B1-B8 and print one table."
     )
     parser.add_argument("--quick", action="store_true", help="short runs (noisier figures)")
     parser.add_argument("--only", metavar="IDS", help="comma-separated ids, e.g. B1,B4")

@@ -428,3 +428,17 @@ def test_loaders_take_text() -> None:
         MemoryConfig.from_toml(b'engine = "local"')  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="JSON text must be a str"):
         MemoryConfig.from_json(b"{}")  # type: ignore[arg-type]
+
+
+def test_the_local_embedder_setting() -> None:
+    config = MemoryConfig.from_toml(
+        'engine = "local"\n[engines.local]\npath = ":memory:"\nembedder = "ngram"\n'
+    )
+    assert config.engines["local"].embedder == "ngram"
+    assert config.engines["local"].to_dict() == {"path": ":memory:", "embedder": "ngram"}
+    with pytest.raises(ConfigError, match="engines.local.embedder must be a string"):
+        MemoryConfig.from_toml("[engines.local]\nembedder = 3\n")
+    with pytest.raises(ConfigError, match="embedder must be a name"):
+        MemoryConfig.from_toml('[engines.local]\nembedder = " "\n')
+    with pytest.raises(TypeError):
+        EngineSettings(embedder=3)  # type: ignore[arg-type]

@@ -287,3 +287,12 @@ def test_credential_argument_types() -> None:
         EngineCredential.static(b"bytes")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="BearerSource"):
         EngineCredential.dynamic(object())  # type: ignore[arg-type]
+
+
+def test_the_local_engine_takes_its_embedder_from_the_settings() -> None:
+    from cortex_memory.local import NgramEmbedder
+
+    with build_engine("local", EngineSettings(path=":memory:", embedder="ngram")) as engine:
+        assert isinstance(engine.embedder, NgramEmbedder)  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="unknown embedder `fancy`"):
+        build_engine("local", EngineSettings(path=":memory:", embedder="fancy"))

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, replace
-from typing import Iterable, List, Optional, Sequence, Set, Tuple, cast
+from functools import lru_cache
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from cortex_memory.contract import (
     Document,
@@ -62,12 +63,21 @@ CHUNK = 500
 
 _KINDS = {kind.value: kind for kind in ItemKind}
 
-_INSERT_ITEM = (
-    "INSERT INTO items (seq, tenant, id, kind, namespace, svc, workspace, folder, file_path, "
-    "language, repo, vcs_commit, url, thread_id, turns_first, turns_last, agent_id, "
-    "tool_call, source_kind, source_id, observed_us, confidence) "
-    f"VALUES ({', '.join('?' * 22)})"
-)
+#: The columns of ``items`` an item may fill, after ``seq`` and ``tenant``.
+ITEM_COLUMNS = (
+    "id", "kind", "namespace", "svc", "workspace", "folder", "file_path", "language", "repo",
+    "vcs_commit", "url", "thread_id", "turns_first", "turns_last", "agent_id", "tool_call",
+    "source_kind", "source_id", "observed_us", "confidence",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=256)
+def _insert_item(present: Tuple[int, ...]) -> str:
+    # Only the columns an item fills are bound: the others default to NULL, and
+    # binding a parameter costs more than SQLite storing the NULL.
+    names = ", ".join(ITEM_COLUMNS[i] for i in present)
+    marks = ", ".join("?" * (len(present) + 2))
+    return f"INSERT INTO items (seq, tenant, {names}) VALUES ({marks})"
 _INSERT_BODY = "INSERT INTO item_bodies (seq, text, item_json) VALUES (?, ?, ?)"
 
 
@@ -86,7 +96,8 @@ class Prepared:
     """An item made ready to write: its id and every column value."""
 
     id: str
-    item_row: Tuple[object, ...]  # _INSERT_ITEM's values after the tenant
+    present: Tuple[int, ...]  # which of ITEM_COLUMNS the item fills
+    values: Tuple[object, ...]  # their values, in that order
     body: Tuple[str, str]  # text, item_json
     tags: Tuple[str, ...]
     words: int  # how many words the text has (the corpus statistics count them)
@@ -109,7 +120,7 @@ def prepare(item: StoreItem) -> Prepared:
     meta = item.meta
     text = item.render_text()
     item_id = item.fingerprint()
-    row = (
+    row: Tuple[object, ...] = (
         item_id,
         item.item_kind.value,
         namespace_key(meta.namespace),
@@ -131,8 +142,10 @@ def prepare(item: StoreItem) -> Prepared:
         None if meta.observed_at is None else micros(meta.observed_at),
         item.item_confidence,
     )
+    present = tuple(i for i, value in enumerate(row) if value is not None)
     return Prepared(
-        item_id, row, (text, stored_json(item)), meta.tags, len(words_of(text)), None
+        item_id, present, tuple(row[i] for i in present), (text, stored_json(item)),
+        meta.tags, len(words_of(text)), None,
     )
 
 
@@ -205,7 +218,11 @@ def insert_many(
     row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'items'").fetchone()
     first = (0 if row is None else int(row[0])) + 1
     seqs = range(first, first + len(items))
-    conn.executemany(_INSERT_ITEM, [(s, tenant, *i.item_row) for s, i in zip(seqs, items)])
+    shapes: Dict[Tuple[int, ...], List[Tuple[object, ...]]] = {}
+    for s, i in zip(seqs, items):
+        shapes.setdefault(i.present, []).append((s, tenant, *i.values))
+    for present, rows in shapes.items():
+        conn.executemany(_insert_item(present), rows)
     conn.executemany(_INSERT_BODY, [(s, *i.body) for s, i in zip(seqs, items)])
     tags = [(s, pos, tag) for s, i in zip(seqs, items) for pos, tag in enumerate(i.tags)]
     if tags:
