@@ -436,7 +436,7 @@ def test_the_local_embedder_setting() -> None:
     )
     assert config.engines["local"].embedder == "ngram"
     assert config.engines["local"].to_dict() == {"path": ":memory:", "embedder": "ngram"}
-    with pytest.raises(ConfigError, match="engines.local.embedder must be a string"):
+    with pytest.raises(ConfigError, match=r"engines\.local\.embedder must be a string"):
         MemoryConfig.from_toml("[engines.local]\nembedder = 3\n")
     with pytest.raises(ConfigError, match="embedder must be a name"):
         MemoryConfig.from_toml('[engines.local]\nembedder = " "\n')
