@@ -14,7 +14,8 @@ Beliefs are never items: they have their own ids and tables, so ``list``,
 ``fetch``, ``get`` and ``forget`` by id never see them.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import re

@@ -18,7 +18,8 @@ is idempotent: running it again adds nothing new. It commits every
 confident first, then newest.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import sqlite3

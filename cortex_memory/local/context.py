@@ -16,7 +16,8 @@ The weights were chosen on half of the B8 benchmark's conversations (its
 ``dev`` split) and are checked on the other half.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import sqlite3

@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
-from typing import Dict, Iterable, Iterator, List, Optional, Union
+from typing import Iterable, Iterator, List, Union
 
 from cortex_memory.contract import (
     BeliefsRequest,
@@ -61,16 +61,8 @@ from cortex_memory.local.connections import (
     sqlite_errors,
     write_transaction,
 )
-from cortex_memory.local.corpus import BELIEFS, ITEMS, Corpus
-from cortex_memory.local.embedders import (
-    Embedder,
-    NgramEmbedder,
-    as_embedder,
-    embed_all,
-    fusion_weight_of,
-    min_similarity_of,
-    stores_vectors,
-)
+from cortex_memory.local.corpus import BELIEFS, ITEMS
+from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.explore import explore as explore_sql
 from cortex_memory.local.recall import answer
 from cortex_memory.local.schema import (
@@ -81,9 +73,7 @@ from cortex_memory.local.schema import (
     rebuild_fts,
     refresh_statistics,
 )
-from cortex_memory.local.search import Query, VectorSpace
-from cortex_memory.local.store import prepare_all
-from cortex_memory.local.vectors import VectorIndex, model_key, numpy_or_none, reembed
+from cortex_memory.local.space import Vectors
 
 __all__ = ["LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
 
@@ -91,8 +81,6 @@ _log = logging.getLogger(__name__)
 
 #: New items between two checks of the planner statistics.
 _STATS_EVERY = 2000
-#: How vector search may run: with NumPy when importable, with it, or without.
-_VECTOR_BACKENDS = ("auto", "numpy", "python")
 
 #: The registry id of the local engine.
 LOCAL_ENGINE_ID = "local"
@@ -162,29 +150,12 @@ class LocalEngine(MemoryEngine):
             raise InvalidRequestError("a local busy timeout must be zero or more seconds")
         if pool_size < 1:
             raise InvalidRequestError("a local connection pool holds at least one connection")
-        if vector_backend not in _VECTOR_BACKENDS:
-            raise InvalidRequestError(
-                f"vector_backend must be one of {', '.join(_VECTOR_BACKENDS)}, "
-                f"not {vector_backend!r}"
-            )
-        if vector_backend == "numpy" and numpy_or_none() is None:
-            raise InvalidRequestError("vector_backend `numpy` needs NumPy, which is not installed")
         fspath = os.fspath(path)
         if not isinstance(fspath, str):
             raise TypeError("LocalEngine path must be a text path, not bytes")
         if not fspath:
             raise InvalidRequestError("a local database path must not be empty")
-        self._embedder: Embedder = NgramEmbedder() if embedder is None else as_embedder(embedder)
-        self._floor = min_similarity_of(self._embedder)
-        self._weight = fusion_weight_of(self._embedder)
-        self._stored = stores_vectors(self._embedder)
-        # The NumPy index searches stored vectors; an embedder that stores none
-        # is always searched over the bounded candidates.
-        self._numpy = (
-            vector_backend != "python" and numpy_or_none() is not None and self._stored
-        )
-        self._indexes: Dict[str, VectorIndex] = {}
-        self._model = 0
+        self._vectors = Vectors(embedder, vector_backend, tenant)
         self._path = fspath
         self._tenant = tenant
         self._timeout = float(timeout)
@@ -212,40 +183,17 @@ class LocalEngine(MemoryEngine):
                 return
             fts = self._want_fts and fts5_available(conn)
             ensure_schema(conn, use_fts=fts, memory=self._memory)
-            with write_transaction(conn):
-                self._model = model_key(conn, self._embedder)
-            for corpus in (ITEMS, BELIEFS):
-                reembed(conn, corpus, self._embedder, self._model, write_transaction)
+            self._vectors.ready(conn, write_transaction)
             _refresh_statistics(conn)
             self._fts = fts
             self._ready = True
             _log.debug("local database ready (fts5: %s, vectors: %s)", fts,
-                       self._embedder.model_id)
-
-    def _space(self, corpus: Corpus) -> VectorSpace:
-        """Where ``corpus``'s vectors of this engine's tenant and model are searched."""
-        index: Optional[VectorIndex] = None
-        if self._numpy:
-            with self._init_lock:
-                index = self._indexes.get(corpus.name)
-                if index is None:
-                    index = VectorIndex(
-                        corpus, self._tenant, self._model, self._embedder.dimension
-                    )
-                    self._indexes[corpus.name] = index
-        live = None if self._stored else self._embedder
-        return VectorSpace(self._model, self._floor, index, self._weight, live)
-
-    def _query(self, text: str, mode: FetchMode) -> Query:
-        """``text`` ready to rank, embedded when ``mode`` has a vector part."""
-        if mode is FetchMode.KEYWORD:
-            return Query.of(text)
-        return Query.of(text, embed_all(self._embedder, [text])[0])
+                       self._vectors.embedder.model_id)
 
     @property
     def embedder(self) -> Embedder:
         """The embedder that makes this engine's vectors."""
-        return self._embedder
+        return self._vectors.embedder
 
     @contextlib.contextmanager
     def _session(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -307,10 +255,10 @@ class LocalEngine(MemoryEngine):
         _check_wait(wait)
         batch = validate_many(items)
         with sqlite_errors("storing items"):
-            prepared = prepare_all(batch, self._embedder if self._stored else None)
+            prepared = self._vectors.prepare(batch)
         with self._session("storing items") as conn:
             receipts = writes.store_batch(
-                conn, self._tenant, prepared, fts=self._fts, model=self._model
+                conn, self._tenant, prepared, fts=self._fts, model=self._vectors.model
             )
             if self._count_writes(sum(1 for r in receipts if not r.replayed)):
                 _refresh_statistics(conn)
@@ -402,7 +350,7 @@ class LocalEngine(MemoryEngine):
         request.validate()
         offset = reads.offset_of(request.cursor)
         belief_query = request.beliefs > 0
-        query = self._query(
+        query = self._vectors.query(
             request.query, FetchMode.HYBRID if belief_query else request.mode
         )
         with self._session("fetching items") as conn:
@@ -411,31 +359,32 @@ class LocalEngine(MemoryEngine):
                 pairs, cursor = reads.ranked_hits(
                     conn, self._tenant, request.mode, query, request.filter,
                     request.refers_to, offset, request.limit, use_fts=use_fts,
-                    space=self._space(ITEMS),
+                    space=self._vectors.space(ITEMS),
                 )
                 beliefs: builtins.list[Hit] = []
                 if belief_query:
                     beliefs = beliefs_layer.read(
                         conn, self._tenant, request.filter.reach, query,
                         min(request.beliefs, reads.MAX_PAGE),
-                        use_fts=use_fts, space=self._space(BELIEFS),
+                        use_fts=use_fts, space=self._vectors.space(BELIEFS),
                     )
         return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
 
     def recall(self, request: RecallRequest) -> RecallAnswer:
         """An extractive answer: the best sentences of the best items, with citations."""
         request.validate()
-        query = self._query(request.question, FetchMode.HYBRID)
+        query = self._vectors.query(request.question, FetchMode.HYBRID)
         with self._session("recalling") as conn:
             use_fts = self._keyword_index(conn)
             with read_transaction(conn):
                 pairs, _cursor = reads.ranked_hits(
                     conn, self._tenant, FetchMode.HYBRID, query, request.filter,
                     request.refers_to, 0, request.limit, use_fts=use_fts,
-                    space=self._space(ITEMS),
+                    space=self._vectors.space(ITEMS),
                 )
                 weights = reads.term_rarity(conn, query, use_fts=use_fts) if pairs else None
-        return answer(query, reads.items_of(pairs), self._embedder, self._floor, weights)
+        vectors = self._vectors
+        return answer(query, reads.items_of(pairs), vectors.embedder, vectors.floor, weights)
 
     # -- beliefs -----------------------------------------------------------------
 
@@ -445,22 +394,23 @@ class LocalEngine(MemoryEngine):
         with self._session("consolidating") as conn:
             return beliefs_layer.build(
                 conn, self._tenant, request,
-                fts=self._fts, embedder=self._embedder if self._stored else None,
-                model=self._model,
+                fts=self._fts, embedder=self._vectors.writer, model=self._vectors.model,
             )
 
     def beliefs(self, request: BeliefsRequest) -> builtins.list[Hit]:
         """Beliefs at nodes the reach admits: ranked by the query, or most confident
         first, then newest."""
         request.validate()
-        query = None if request.query is None else self._query(request.query, FetchMode.HYBRID)
+        query = None
+        if request.query is not None:
+            query = self._vectors.query(request.query, FetchMode.HYBRID)
         with self._session("reading beliefs") as conn:
             use_fts = self._keyword_index(conn)
             with read_transaction(conn):
                 return beliefs_layer.read(
                     conn, self._tenant, request.reach, query,
                     min(request.limit, reads.MAX_PAGE),
-                    use_fts=use_fts, space=self._space(BELIEFS),
+                    use_fts=use_fts, space=self._vectors.space(BELIEFS),
                 )
 
     def close(self) -> None:

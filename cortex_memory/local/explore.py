@@ -8,7 +8,8 @@ with two tags adds to two buckets); ``namespace`` counts the path string,
 ``root`` for the root.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import sqlite3

@@ -26,7 +26,8 @@ anything else is left). Ranking has two stages:
 the file, all tenants together, as the FTS5 index does.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import math

@@ -11,7 +11,8 @@ Every row read back is checked with ``MetaFilter.matches`` (or the reach)
 before it leaves, on top of the SQL condition.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import re

@@ -18,7 +18,8 @@ come first (a stable partition of the ranking), so pages stay consistent.
 Scores are in [0, 1].
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import sqlite3

@@ -18,7 +18,8 @@ Each rule, as SQL:
   bounds (a NULL compares false, so undated items drop out).
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 from datetime import datetime, timezone

@@ -8,7 +8,8 @@ which keeps the tag, vector and FTS5 rows, the corpus statistics and the
 beliefs built on the item in step.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import json

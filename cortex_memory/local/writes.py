@@ -7,7 +7,8 @@ other writer half-way. Filter-driven deletes walk the matching rows in
 rows go.
 """
 
-# only; every value is bound as a parameter, never formatted into the text.
+# SQL text here is assembled from fixed fragments only; every value is bound as a
+# parameter, never formatted into the text.
 from __future__ import annotations
 
 import sqlite3
