@@ -62,7 +62,6 @@ LANGUAGES = {"python", "sh", "console", "json", "toml", "text"}
 NOT_RUN_BLOCKS = {
     ("threading.md", "sh", "opens a window"),
     ("threading.md", "python", "needs a display"),
-    ("threading.md", "python", "needs PySide6, which is not a dependency"),
 }
 """Blocks checked but not run, with the reason their marker gives."""
 

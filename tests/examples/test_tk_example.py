@@ -148,13 +148,14 @@ def _start_xvfb() -> Tuple[subprocess.Popen[bytes], str]:  # pragma: no cover - 
     return proc, f":{number}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def display() -> Iterator[str]:  # pragma: no cover - needs Xvfb
-    """One Xvfb display for this module's windows, as ``DISPLAY``.
+    """One Xvfb display for every window of this process, as ``DISPLAY``.
 
-    One per module, not per window: Tk keeps its connection to a display open
-    after the last window is destroyed, and when that server goes away while
-    the process goes on building windows, Xlib ends the whole process.
+    One per process, not per window or per module (xdist may run this module's
+    tests in several stretches): Tk keeps its connection to a display open after
+    the last window is destroyed, and once that server is gone the next window
+    makes Xlib end the whole process.
     """
     proc, number = _start_xvfb()
     previous = os.environ.get("DISPLAY")
