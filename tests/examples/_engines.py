@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from cortex_memory import (
     ConfigError,
@@ -172,3 +172,19 @@ ERROR_SCRIPT: List[Tuple[str, str, Optional[BaseException], bool, str]] = [
     ("recall", "q", ConfigError("no endpoint"), False, "Check the settings: no endpoint"),
     ("store", "Ann prefers tea.", None, True, "Already remembered ("),
 ]  # fmt: skip
+
+
+def submit_error_script(store: Callable[[str], int], recall: Callable[[str], int]) -> List[int]:
+    """Submit every job of :data:`ERROR_SCRIPT` through a worker's two calls; their ids."""
+    submit = {"store": store, "recall": recall}
+    return [submit[action](text) for action, text, _, _, _ in ERROR_SCRIPT]
+
+
+def check_error_script(outcomes: Sequence[Any], ids: Sequence[int]) -> None:
+    """The outcomes of :data:`ERROR_SCRIPT`'s jobs: in order, each failure read by its class."""
+    assert [o.job_id for o in outcomes] == list(ids)
+    assert [o.ok for o in outcomes] == [ok for _, _, _, ok, _ in ERROR_SCRIPT]
+    for outcome, (_, _, _, _, said) in zip(outcomes, ERROR_SCRIPT):
+        assert outcome.message.startswith(said), (outcome.message, said)
+    assert outcomes[3].message == ERROR_SCRIPT[3][4]  # the whole line, not just its start
+    assert isinstance(outcomes[1].error, type(ERROR_SCRIPT[1][2]))

@@ -34,7 +34,9 @@ from ._engines import (
     Gated,
     Scripted,
     TakesDeadline,
+    check_error_script,
     load_example,
+    submit_error_script,
     wait_for,
 )
 
@@ -190,15 +192,9 @@ def test_outcomes_arrive_in_order_and_errors_read_by_class(
     client = qt_memory.MemoryClient(engine)
     clients.append(client)
     outcomes = _collect(client)
-    submit = {"store": client.submit_store, "recall": client.submit_recall}
-    ids = [submit[action](text) for action, text, _, _, _ in ERROR_SCRIPT]
+    ids = submit_error_script(client.submit_store, client.submit_recall)
     wait_for(lambda: len(outcomes) == len(ids), _process, "every outcome")
-    assert [o.job_id for o in outcomes] == ids
-    assert [o.ok for o in outcomes] == [ok for _, _, _, ok, _ in ERROR_SCRIPT]
-    for outcome, (_, _, _, _, said) in zip(outcomes, ERROR_SCRIPT):
-        assert outcome.message.startswith(said), (outcome.message, said)
-    assert outcomes[3].message == ERROR_SCRIPT[3][4]
-    assert isinstance(outcomes[1].error, type(ERROR_SCRIPT[1][2]))
+    check_error_script(outcomes, ids)
     assert client.alive, "no failure may end the worker thread"
     assert client.pending == 0
     assert client.close(WAIT)

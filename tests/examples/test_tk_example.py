@@ -41,7 +41,9 @@ from ._engines import (
     Gated,
     Scripted,
     TakesDeadline,
+    check_error_script,
     load_example,
+    submit_error_script,
     wait_for,
 )
 
@@ -262,15 +264,9 @@ def test_a_hint_stays_until_something_happens(display: str, local: LocalEngine) 
 def test_outcomes_arrive_in_order_and_errors_read_by_class(local: LocalEngine) -> None:
     engine = Scripted(local, [error for _, _, error, _, _ in ERROR_SCRIPT])
     worker = tk_memory.MemoryWorker(engine)
-    submit = {"store": worker.submit_store, "recall": worker.submit_recall}
-    ids = [submit[action](text) for action, text, _, _, _ in ERROR_SCRIPT]
+    ids = submit_error_script(worker.submit_store, worker.submit_recall)
     outcomes = _drain(worker, len(ids))
-    assert [o.job_id for o in outcomes] == ids
-    assert [o.ok for o in outcomes] == [ok for _, _, _, ok, _ in ERROR_SCRIPT]
-    for outcome, (_, _, _, _, said) in zip(outcomes, ERROR_SCRIPT):
-        assert outcome.message.startswith(said), (outcome.message, said)
-    assert outcomes[3].message == ERROR_SCRIPT[3][4]
-    assert isinstance(outcomes[1].error, type(ERROR_SCRIPT[1][2]))
+    check_error_script(outcomes, ids)
     assert worker.alive, "no failure may end the worker"
     assert worker.pending == 0
     assert worker.close(WAIT)
