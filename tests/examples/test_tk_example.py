@@ -134,8 +134,11 @@ def _scenario_without_display(local: LocalEngine) -> None:
 def _start_xvfb() -> Tuple[subprocess.Popen[bytes], str]:  # pragma: no cover - needs Xvfb
     assert XVFB is not None
     read_fd, write_fd = os.pipe()
+    # -terminate: the server ends when its last client goes, so a test process that dies
+    # (Tk's display connection closes with it) cannot leave an Xvfb behind.
+    argv = [XVFB, "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"]
     proc = subprocess.Popen(
-        [XVFB, "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        [*argv, "-terminate"],
         pass_fds=(write_fd,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
