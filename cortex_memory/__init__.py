@@ -127,6 +127,7 @@ from cortex_memory.registry import (
     list_engines,
 )
 
+#: The version of this package (the distribution's version, PEP 440).
 __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())

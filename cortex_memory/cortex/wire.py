@@ -32,9 +32,13 @@ __all__ = [
     "unwrap_hosted",
 ]
 
+#: The registry id of CortexDB over its Direct ``/v1`` API.
 CORTEXDB_ENGINE_ID = "cortexdb"
+#: The registry id of CortexDB behind the TinyHumans hosted ``/memory`` API.
 TINYHUMANS_ENGINE_ID = "tinyhumans"
+#: The Direct wire's default endpoint.
 CORTEX_API_ENDPOINT = "https://api-v1.cortexdb.ai"
+#: The hosted wire's default endpoint.
 TINYHUMANS_API_ENDPOINT = "https://api.tinyhumans.ai"
 
 HOSTED_HEALTH_PREFIX = "tmh:probe"

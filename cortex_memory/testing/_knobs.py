@@ -28,6 +28,7 @@ __all__ = [
     "fault",
 ]
 
+#: The scope types the doubles accept by default (the ``allowed_scope_types`` knob).
 ALLOWED_SCOPE_TYPES: FrozenSet[str] = frozenset(
     {
         "org",

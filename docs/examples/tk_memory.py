@@ -16,95 +16,59 @@ The two halves are separate on purpose:
 
 * :class:`MemoryWorker` owns the engine, the job queue, the outcome queue and
   the thread. It needs no display and no Tk, so it can be tested (and reused
-  under Qt, a CLI or a server) on its own;
+  under a CLI or a server) on its own;
 * :class:`MemoryWindow` is the Tk part: two entries, two buttons, a transcript
   and a status line. It only submits jobs and shows outcomes.
 
-Errors are shown in the window by class, with what the user can do about it
-(:func:`describe_error`): sign in again, top up, retry later, fix the input.
+What a job is, how it runs against the engine and how its outcome reads come
+from ``memory_jobs.py`` beside this file, which the Qt example
+(``qt_memory.py``) shares. Errors are shown in the window by class, with what
+the user can do about it (:func:`describe_error`): sign in again, top up, retry
+later, fix the input.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import itertools
 import logging
 import queue
 import sys
 import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
-from cortex_memory import (
-    ConfigError,
-    Error,
-    InvalidRequestError,
-    MemoryEngine,
-    RecallRequest,
-    StoreItem,
-    UnauthorizedError,
-    UnavailableError,
-    WaitFor,
-    is_insufficient_credits,
+from memory_jobs import (
+    RECALL,
+    STORE,
+    Job,
+    JobRunner,
+    Outcome,
+    describe_error,
+    open_local_engine,
+    render,
 )
+
+from cortex_memory import MemoryEngine
 
 if TYPE_CHECKING:  # pragma: no cover
     import tkinter as tk
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "Job",
+    "MemoryWindow",
+    "MemoryWorker",
+    "Outcome",
+    "describe_error",
+    "main",
+    "open_local_engine",
+    "render",
+    "run",
+]
 
-STORE = "store"
-RECALL = "recall"
+logger = logging.getLogger(__name__)
 
 
 # -- the worker: no Tk, no display ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Job:
-    """One thing to do on the worker: store a note or recall an answer."""
-
-    id: int
-    action: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of a job: ``ok`` and the text to show (``error`` when it failed)."""
-
-    job_id: int
-    action: str
-    ok: bool
-    message: str
-    error: Optional[BaseException] = None
-    citations: Tuple[str, ...] = ()
-
-
-def describe_error(err: BaseException) -> str:
-    """The line the window shows for a failed job: what happened and what to do."""
-    if isinstance(err, UnauthorizedError):
-        return "Sign in again: the memory service refused the credential."
-    if is_insufficient_credits(err):
-        return "Top up: the account has run out of credits."
-    if isinstance(err, UnavailableError):
-        return f"Retry later: the memory service is unavailable ({err.message})."
-    if isinstance(err, InvalidRequestError):
-        return f"Check your input: {err.message}"
-    if isinstance(err, ConfigError):
-        return f"Check the settings: {err.message}"
-    if isinstance(err, Error):
-        return f"Memory error: {err.message}"
-    return f"Unexpected error ({type(err).__name__}); see the log."
-
-
-def _takes_deadline(method: Any) -> bool:
-    """True when an engine method accepts ``deadline=`` (``CortexEngine`` does)."""
-    try:
-        return "deadline" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class MemoryWorker:
@@ -130,14 +94,7 @@ class MemoryWorker:
     ) -> None:
         self.engine = engine
         self._close_engine = close_engine
-        self._recall_limit = recall_limit
-        self._store_options: Dict[str, Any] = {"wait": WaitFor.VISIBLE}
-        self._recall_options: Dict[str, Any] = {}
-        if deadline is not None:
-            if _takes_deadline(engine.store):
-                self._store_options["deadline"] = deadline
-            if _takes_deadline(engine.recall):
-                self._recall_options["deadline"] = deadline
+        self._runner = JobRunner(engine, deadline=deadline, recall_limit=recall_limit)
         self._jobs: queue.Queue[Optional[Job]] = queue.Queue()
         self._outcomes: queue.Queue[Outcome] = queue.Queue()
         self._ids = itertools.count(1)
@@ -211,29 +168,13 @@ class MemoryWorker:
             if self._closing.is_set():
                 self._finished()
                 continue  # the window is closing: nobody will read this outcome
-            outcome = self._perform(job)
+            outcome = self._runner.run(job)
             self._outcomes.put(outcome)
             self._finished()
 
     def _finished(self) -> None:
         with self._lock:
             self._pending -= 1
-
-    def _perform(self, job: Job) -> Outcome:
-        try:
-            if job.action == STORE:
-                receipt = self.engine.store(StoreItem.document(job.text), **self._store_options)
-                said = "Already remembered" if receipt.replayed else "Remembered"
-                return Outcome(job.id, job.action, True, f"{said} ({receipt.id[:8]})")
-            request = RecallRequest.new(job.text, self._recall_limit)
-            answer = self.engine.recall(request, **self._recall_options)
-            cited = tuple(citation.snippet for citation in answer.citations)
-            return Outcome(job.id, job.action, True, answer.answer, citations=cited)
-        except Error as err:
-            return Outcome(job.id, job.action, False, describe_error(err), error=err)
-        except Exception as exc:  # a bug must not kill the worker: show it, log it
-            logger.exception("memory job %d (%s) failed", job.id, job.action)
-            return Outcome(job.id, job.action, False, describe_error(exc), error=exc)
 
 
 # -- the window: Tk, on the Tk thread only ---------------------------------------------------
@@ -273,6 +214,7 @@ class MemoryWindow:
         self.output = tk.Text(frame, height=14, width=70, wrap="word", state="disabled")
         self.output.grid(row=2, column=0, columnspan=3, sticky="nsew", pady=(8, 4))
         self.status = tk.StringVar(value="Ready.")
+        self._shown_pending = 0  # the job count the status line last showed
         ttk.Label(frame, textvariable=self.status).grid(row=3, column=0, columnspan=3, sticky="w")
 
         self.note.bind("<Return>", lambda _event: self.on_remember())
@@ -305,17 +247,15 @@ class MemoryWindow:
         return str(self.output.get("1.0", "end-1c"))
 
     def _poll(self) -> None:
-        for outcome in self.worker.poll():
-            self._append(self._render(outcome))
-        self._show_pending()
+        arrived = self.worker.poll()
+        for outcome in arrived:
+            self._append(render(outcome))
+        # The status changes only when something happened (an outcome, or the
+        # count of jobs in flight): a hint such as "Type a note first." must
+        # stay until then, not be overwritten by the next tick.
+        if arrived or self.worker.pending != self._shown_pending:
+            self._show_pending()
         self._poll_id = self.root.after(self.POLL_MS, self._poll)
-
-    @staticmethod
-    def _render(outcome: Outcome) -> str:
-        mark = "ok" if outcome.ok else "failed"
-        lines = [f"[{outcome.action} {mark}] {outcome.message}"]
-        lines += [f"    cites: {snippet}" for snippet in outcome.citations]
-        return "\n".join(lines) + "\n"
 
     def _append(self, text: str) -> None:
         self.output.configure(state="normal")
@@ -325,6 +265,7 @@ class MemoryWindow:
 
     def _show_pending(self) -> None:
         pending = self.worker.pending
+        self._shown_pending = pending
         self.status.set(f"Working on {pending} job(s)..." if pending else "Ready.")
 
     def close(self) -> None:
@@ -337,14 +278,6 @@ class MemoryWindow:
 
 
 # -- running it -------------------------------------------------------------------------------
-
-
-def open_local_engine(path: Optional[str] = None) -> MemoryEngine:
-    """The local engine at ``path`` (default: the per-user database, its folder created)."""
-    from cortex_memory.local import LocalEngine
-    from cortex_memory.paths import default_database_path
-
-    return LocalEngine(path if path is not None else default_database_path(create=True))
 
 
 def run(engine: MemoryEngine, *, root: Optional[tk.Tk] = None) -> MemoryWindow:

@@ -12,14 +12,15 @@ Two modes, and every run says which one it took (in the test id, in a
   loop" (a polling loop) must keep ticking while the engine call is held.
 
 Whatever the mode, the worker itself is tested directly: order of outcomes,
-errors by class, close() joining the thread, the default local engine.
+errors by class, close() joining the thread, the default local engine. With
+Xvfb, a hint on the status line ("Type a note first.") must also outlive the
+window's polls (it used to be overwritten by the next one, 50 ms later).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import importlib.util
 import logging
 import os
 import shutil
@@ -27,56 +28,30 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
-from types import ModuleType
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Tuple
 
 import pytest
 
-from cortex_memory import (
-    ConfigError,
-    EngineError,
-    InvalidRequestError,
-    MemoryEngine,
-    NotFoundError,
-    UnauthorizedError,
-    UnavailableError,
-    WaitFor,
-)
-from cortex_memory.contract import (
-    EngineDescriptor,
-    EngineHealth,
-    FetchPage,
-    FetchRequest,
-    ForgetReport,
-    ForgetTarget,
-    ListPage,
-    ListRequest,
-    RecallAnswer,
-    RecallRequest,
-    StoreItem,
-    StoreReceipt,
-)
 from cortex_memory.local import LocalEngine
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tk_memory.py"
-WAIT = 10.0  # generous: the machine is shared and noisy
+from ._engines import (
+    ERROR_SCRIPT,
+    EXAMPLES,
+    WAIT,
+    Gated,
+    Scripted,
+    TakesDeadline,
+    check_error_script,
+    load_example,
+    submit_error_script,
+    wait_for,
+)
+
+EXAMPLE = EXAMPLES / "tk_memory.py"
 
 log = logging.getLogger(__name__)
 
-
-def _load_example() -> ModuleType:
-    name = "tk_memory_example"
-    spec = importlib.util.spec_from_file_location(name, EXAMPLE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-tk_memory = _load_example()
+tk_memory = load_example("tk_memory")
 
 
 def _tk_usable() -> bool:
@@ -94,93 +69,6 @@ MODE_ID = "xvfb: the real window on a virtual display" if MODE == "xvfb" else (
 )  # fmt: skip
 
 
-# -- engines for the tests ----------------------------------------------------------------
-
-
-class Gated(MemoryEngine):
-    """Wraps an engine; ``store`` and ``recall`` wait at a gate (closed or open).
-
-    ``entered`` is set once a call is inside the gate; ``release()`` opens it for good.
-    """
-
-    def __init__(self, inner: MemoryEngine, *, closed: bool = True) -> None:
-        self.inner = inner
-        self.entered = threading.Event()
-        self._open = threading.Event()
-        if not closed:
-            self._open.set()
-        self.closed = False
-        self.calls: List[str] = []
-
-    def release(self) -> None:
-        self._open.set()
-
-    def _gate(self, name: str) -> None:
-        self.calls.append(name)
-        self.entered.set()
-        if not self._open.wait(WAIT):
-            raise AssertionError("the test never opened the gate")
-
-    def descriptor(self) -> EngineDescriptor:
-        return self.inner.descriptor()
-
-    def health(self) -> EngineHealth:
-        return self.inner.health()
-
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
-        self._gate("store")
-        return self.inner.store(item, wait=wait)
-
-    def recall(self, request: RecallRequest) -> RecallAnswer:
-        self._gate("recall")
-        return self.inner.recall(request)
-
-    def fetch(self, request: FetchRequest) -> FetchPage:
-        return self.inner.fetch(request)
-
-    def forget(self, target: ForgetTarget) -> ForgetReport:
-        return self.inner.forget(target)
-
-    def list(self, request: ListRequest) -> ListPage:
-        return self.inner.list(request)
-
-    def close(self) -> None:
-        self.closed = True
-        self.inner.close()
-
-
-class Scripted(Gated):
-    """Fails the n-th call with the error scripted for it (``None``: pass through)."""
-
-    def __init__(self, inner: MemoryEngine, script: List[Optional[BaseException]]) -> None:
-        super().__init__(inner, closed=False)
-        self._script = list(script)
-
-    def _gate(self, name: str) -> None:
-        super()._gate(name)
-        error = self._script.pop(0) if self._script else None
-        if error is not None:
-            raise error
-
-
-class TakesDeadline(Gated):
-    """An engine whose calls accept ``deadline=`` (as ``CortexEngine``'s do); records it."""
-
-    def __init__(self, inner: MemoryEngine) -> None:
-        super().__init__(inner, closed=False)
-        self.deadlines: List[Optional[float]] = []
-
-    def store(
-        self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE, deadline: Optional[float] = None
-    ) -> StoreReceipt:
-        self.deadlines.append(deadline)
-        return super().store(item, wait=wait)
-
-    def recall(self, request: RecallRequest, *, deadline: Optional[float] = None) -> RecallAnswer:
-        self.deadlines.append(deadline)
-        return super().recall(request)
-
-
 @pytest.fixture
 def local() -> Iterator[LocalEngine]:
     engine = LocalEngine(":memory:")
@@ -188,18 +76,9 @@ def local() -> Iterator[LocalEngine]:
     engine.close()
 
 
-def _wait_for(condition: Callable[[], bool], tick: Callable[[], None], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        tick()
-        time.sleep(0.002)
-
-
 def _drain(worker: Any, count: int) -> List[Any]:
     outcomes: List[Any] = []
-    _wait_for(lambda: len(outcomes) >= count, lambda: outcomes.extend(worker.poll()), "outcomes")
+    wait_for(lambda: len(outcomes) >= count, lambda: outcomes.extend(worker.poll()), "outcomes")
     return outcomes
 
 
@@ -208,19 +87,15 @@ def _drain(worker: Any, count: int) -> List[Any]:
 
 @pytest.mark.parametrize("mode", [MODE], ids=[MODE_ID])
 def test_ui_stays_responsive_while_the_engine_is_slow(
-    mode: str, record_property: Callable[[str, object], None], local: LocalEngine
+    mode: str,
+    record_property: Callable[[str, object], None],
+    request: pytest.FixtureRequest,
+    local: LocalEngine,
 ) -> None:
     record_property("tk_example_mode", mode)
     log.warning("tk example test mode: %s", MODE_ID)
     if mode == "xvfb":
-        try:
-            _scenario_on_xvfb(local)
-        finally:
-            # Tk widgets hold reference cycles, so the destroyed root outlives the
-            # scenario until a collection. Collect here, on the thread that made it:
-            # a collection on any other thread (a later test's worker) would free
-            # the Tcl interpreter there, and Tcl aborts the process for that.
-            gc.collect()
+        _scenario_on_xvfb(request.getfixturevalue("display"), local)
     else:
         _scenario_without_display(local)
 
@@ -235,7 +110,7 @@ def _scenario_without_display(local: LocalEngine) -> None:
     def tick() -> None:  # what MemoryWindow._poll does every POLL_MS
         nonlocal ticks
         ticks += 1
-        transcript.extend(tk_memory.MemoryWindow._render(o) for o in worker.poll())
+        transcript.extend(tk_memory.render(o) for o in worker.poll())
 
     started = time.monotonic()
     worker.submit_store("The helix release ships on Friday.")
@@ -243,11 +118,11 @@ def _scenario_without_display(local: LocalEngine) -> None:
     assert time.monotonic() - started < 1.0, "submitting must not wait for the engine"
     assert slow.entered.wait(WAIT), "the worker never called the engine"
     # The engine call is held: the caller's loop must go on ticking meanwhile.
-    _wait_for(lambda: ticks >= 50, tick, "50 ticks while the engine is held")
+    wait_for(lambda: ticks >= 50, tick, "50 ticks while the engine is held")
     assert transcript == []
     assert worker.pending == 2
     slow.release()
-    _wait_for(lambda: len(transcript) == 2, tick, "both outcomes")
+    wait_for(lambda: len(transcript) == 2, tick, "both outcomes")
     assert transcript[0].startswith("[store ok] Remembered (")
     assert transcript[1].startswith("[recall ok] The helix release ships on Friday.")
     assert "    cites: The helix release ships on Friday." in transcript[1]
@@ -259,8 +134,11 @@ def _scenario_without_display(local: LocalEngine) -> None:
 def _start_xvfb() -> Tuple[subprocess.Popen[bytes], str]:  # pragma: no cover - needs Xvfb
     assert XVFB is not None
     read_fd, write_fd = os.pipe()
+    # -terminate: the server ends when its last client goes, so a test process that dies
+    # (Tk's display connection closes with it) cannot leave an Xvfb behind.
+    argv = [XVFB, "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"]
     proc = subprocess.Popen(
-        [XVFB, "-displayfd", str(write_fd), "-screen", "0", "1024x768x24", "-nolisten", "tcp"],
+        [*argv, "-terminate"],
         pass_fds=(write_fd,),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -275,18 +153,64 @@ def _start_xvfb() -> Tuple[subprocess.Popen[bytes], str]:  # pragma: no cover - 
     return proc, f":{number}"
 
 
-def _scenario_on_xvfb(local: LocalEngine) -> None:  # pragma: no cover - needs Xvfb
+@pytest.fixture(scope="session")
+def display() -> Iterator[str]:  # pragma: no cover - needs Xvfb
+    """One Xvfb display for every window of this process, as ``DISPLAY``.
+
+    One per process, not per window or per module (xdist may run this module's
+    tests in several stretches): Tk keeps its connection to a display open after
+    the last window is destroyed, and once that server is gone the next window
+    makes Xlib end the whole process.
+    """
+    proc, number = _start_xvfb()
+    previous = os.environ.get("DISPLAY")
+    os.environ["DISPLAY"] = number
+    try:
+        yield number
+    finally:
+        if previous is None:
+            os.environ.pop("DISPLAY", None)
+        else:
+            os.environ["DISPLAY"] = previous
+        proc.terminate()
+        proc.wait(WAIT)
+
+
+@contextlib.contextmanager
+def _window_on(display: str, engine: Gated) -> Iterator[Any]:  # pragma: no cover - needs Xvfb
+    """The example's real window over ``engine`` on ``display``; destroyed and collected after."""
     import tkinter as tk
 
-    proc, display = _start_xvfb()
-    previous = os.environ.get("DISPLAY")
-    os.environ["DISPLAY"] = display
-    made: List[tk.Tk] = []  # the root, once built; emptied when close() destroyed it
-    slow = Gated(local)
+    made: List[tk.Tk] = []  # the root, once built
     try:
-        root = tk.Tk()
+        root = tk.Tk(screenName=display)
         made.append(root)
-        window = tk_memory.run(slow, root=root)
+        yield tk_memory.run(engine, root=root)
+    finally:
+        engine.release()  # a failed run must not leave the worker waiting at the gate
+        for leftover in made:
+            with contextlib.suppress(tk.TclError):  # close() may have destroyed it already
+                leftover.destroy()
+        made.clear()
+        # Tk widgets hold reference cycles, so the destroyed root outlives the
+        # scenario until a collection. Collect here, on the thread that made it:
+        # a collection on any other thread (a later test's worker) would free
+        # the Tcl interpreter there, and Tcl aborts the process for that.
+        gc.collect()
+
+
+def _pump(window: Any, seconds: float) -> None:  # pragma: no cover - needs Xvfb
+    """Run the window's event loop for ``seconds`` (its ``after()`` polls included)."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        window.root.update()
+        time.sleep(0.005)
+
+
+def _scenario_on_xvfb(display: str, local: LocalEngine) -> None:  # pragma: no cover - needs Xvfb
+    slow = Gated(local)
+    with _window_on(display, slow) as window:
+        root = window.root
         ticks = [0]
 
         def tick() -> None:
@@ -299,79 +223,53 @@ def _scenario_on_xvfb(local: LocalEngine) -> None:  # pragma: no cover - needs X
         assert window.note.get() == "", "the entry clears at once"
         assert slow.entered.wait(WAIT), "the worker never called the engine"
         held_at = ticks[0]
-        _wait_for(lambda: ticks[0] >= held_at + 20, root.update, "20 ticks while held")
+        wait_for(lambda: ticks[0] >= held_at + 20, root.update, "20 ticks while held")
         assert "Remembered" not in window.transcript()
         assert "Working on 1 job(s)" in window.status.get()
         slow.release()
-        _wait_for(lambda: "Remembered" in window.transcript(), root.update, "the store outcome")
+        wait_for(lambda: "Remembered" in window.transcript(), root.update, "the store outcome")
+        wait_for(lambda: window.status.get() == "Ready.", root.update, "the status back to Ready")
         window.question.insert(0, "When does the helix release ship?")
         window.ask.invoke()
-        _wait_for(lambda: "cites:" in window.transcript(), root.update, "the recall outcome")
+        wait_for(lambda: "cites:" in window.transcript(), root.update, "the recall outcome")
         assert "[recall ok] The helix release ships on Friday." in window.transcript()
         worker = window.worker
         window.close()
-        made.clear()  # close() destroyed the root
         assert not worker.alive
         assert slow.closed
-    finally:
-        slow.release()  # a failed run must not leave the worker waiting at the gate
-        for leftover in made:
-            with contextlib.suppress(tk.TclError):
-                leftover.destroy()
-        if previous is None:
-            os.environ.pop("DISPLAY", None)
-        else:
-            os.environ["DISPLAY"] = previous
-        proc.terminate()
-        proc.wait(WAIT)
+
+
+@pytest.mark.skipif(MODE != "xvfb", reason="needs Xvfb and Tk to build the real window")
+def test_a_hint_stays_until_something_happens(display: str, local: LocalEngine) -> None:
+    """A hint ("Type a note first.") outlives the window's polls; it was overwritten in 50 ms."""
+    slow = Gated(local)
+    with _window_on(display, slow) as window:
+        window.remember.invoke()  # nothing typed
+        assert window.status.get() == "Type a note first."
+        _pump(window, 8 * window.POLL_MS / 1000)  # eight polls, at least
+        assert window.status.get() == "Type a note first."
+        window.ask.invoke()
+        _pump(window, 4 * window.POLL_MS / 1000)
+        assert window.status.get() == "Type a question first."
+        # Something happening replaces the hint: a job in flight, then its outcome.
+        window.note.insert(0, "Hints give way to news.")
+        window.remember.invoke()
+        assert window.status.get() == "Working on 1 job(s)..."
+        slow.release()
+        wait_for(lambda: window.status.get() == "Ready.", window.root.update, "the outcome")
+        assert "[store ok] Remembered (" in window.transcript()
+        window.close()
 
 
 # -- the worker, directly (both modes) ------------------------------------------------------------
 
 
 def test_outcomes_arrive_in_order_and_errors_read_by_class(local: LocalEngine) -> None:
-    script: List[Optional[BaseException]] = [
-        None,
-        UnauthorizedError("the API key was refused"),
-        EngineError("[USER_INSUFFICIENT_CREDITS] no credits", status=402,
-                    code="USER_INSUFFICIENT_CREDITS"),
-        UnavailableError("timed out"),
-        None,
-        InvalidRequestError("question must not be blank"),
-        RuntimeError("a bug in a host's engine"),
-        NotFoundError("pack expired"),
-        ConfigError("no endpoint"),
-        None,
-    ]  # fmt: skip
-    engine = Scripted(local, script)
+    engine = Scripted(local, [error for _, _, error, _, _ in ERROR_SCRIPT])
     worker = tk_memory.MemoryWorker(engine)
-    ids = [
-        worker.submit_store("Ann prefers tea."),
-        worker.submit_store("x"),
-        worker.submit_store("y"),
-        worker.submit_recall("what does Ann prefer?"),
-        worker.submit_recall("what does Ann prefer?"),
-        worker.submit_recall(" "),
-        worker.submit_store("z"),
-        worker.submit_recall("q"),
-        worker.submit_recall("q"),
-        worker.submit_store("Ann prefers tea."),
-    ]
+    ids = submit_error_script(worker.submit_store, worker.submit_recall)
     outcomes = _drain(worker, len(ids))
-    assert [o.job_id for o in outcomes] == ids
-    assert [o.ok for o in outcomes] == [True, False, False, False, True, False, False, False,
-                                        False, True]  # fmt: skip
-    messages = [o.message for o in outcomes]
-    assert messages[1].startswith("Sign in again")
-    assert messages[2].startswith("Top up")
-    assert messages[3] == "Retry later: the memory service is unavailable (timed out)."
-    assert messages[4] == "Ann prefers tea."
-    assert messages[5] == "Check your input: question must not be blank"
-    assert messages[6] == "Unexpected error (RuntimeError); see the log."
-    assert messages[7] == "Memory error: pack expired"
-    assert messages[8] == "Check the settings: no endpoint"
-    assert messages[9].startswith("Already remembered (")
-    assert isinstance(outcomes[1].error, UnauthorizedError)
+    check_error_script(outcomes, ids)
     assert worker.alive, "no failure may end the worker"
     assert worker.pending == 0
     assert worker.close(WAIT)
@@ -447,6 +345,7 @@ def test_the_default_engine_is_local_and_round_trips() -> None:
 def test_the_example_imports_no_tk_until_a_window_is_built() -> None:
     code = (
         "import importlib.util, sys\n"
+        f"sys.path.insert(0, {str(EXAMPLES)!r})\n"
         f"spec = importlib.util.spec_from_file_location('ex', {str(EXAMPLE)!r})\n"
         "m = importlib.util.module_from_spec(spec); sys.modules['ex'] = m\n"
         "spec.loader.exec_module(m)\n"
