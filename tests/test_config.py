@@ -345,7 +345,8 @@ def test_memory_config_equality_hash_and_repr() -> None:
     assert len({a, b, MemoryConfig()}) == 2
     assert repr(a) == (
         "MemoryConfig(engine='local', engines={'local': "
-        "EngineSettings(endpoint=None, path=':memory:', embedder=None)})"
+        "EngineSettings(endpoint=None, path=':memory:', embedder=None, proxy=None, "
+        "ca_certs=None, client_cert=None, client_key=None)})"
     )
 
 
