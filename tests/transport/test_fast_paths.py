@@ -66,7 +66,8 @@ def test_proxied_connections_are_the_proxy_managers_own(url: str, proxy_url: str
     )
     forwarding = endpoint.scheme == "http"
     assert family.prefix == (endpoint.base if forwarding else endpoint.path)
-    assert pool.proxy is not None and pool.proxy.url == family.proxy.url  # type: ignore[union-attr]
+    assert pool.proxy is not None
+    assert pool.proxy.url == family.proxy.url
     family.pool.clear()
 
 

@@ -332,7 +332,12 @@ def proxy_failure(
             status=status,
         )
     setting = f" ({proxy.source})" if proxy.source != "proxy=" else ""
-    if any(isinstance(e, (u3.ConnectTimeoutError, socket.timeout)) for e in chain):
+    if any(
+        isinstance(e, (u3.ConnectTimeoutError, socket.timeout))
+        # urllib3's NewConnectionError subclasses ConnectTimeoutError (for old callers).
+        and not isinstance(e, u3.NewConnectionError)
+        for e in chain
+    ):
         kind = "timed out connecting to the proxy"
     elif any(isinstance(e, (u3.NameResolutionError, socket.gaierror)) for e in chain):
         kind = f"the proxy host could not be resolved; check the proxy setting{setting}"
