@@ -142,7 +142,7 @@ def _subject_hash(pem: bytes) -> str:
     cert = x509.load_pem_x509_certificate(pem)
     # X509_NAME_hash: SHA-1 of the canonical DER of the name, first 4 bytes little-endian.
     canonical = _canonical_name(cert.subject)
-    digest = hashlib.sha1(canonical).digest()  # noqa: S324 - OpenSSL's own file naming
+    digest = hashlib.sha1(canonical).digest()
     return f"{int.from_bytes(digest[:4], 'little'):08x}"
 
 
@@ -298,7 +298,7 @@ def test_tls_files_are_checked_when_the_engine_is_built(
         (Network(ca_certs=str(not_pem)), "ca_certs holds no PEM certificate"),
         (Network(client_cert=missing), "client_cert cannot be read"),
         (Network(client_cert=str(cert), client_key=missing), "client_key cannot be read"),
-        (Network(client_cert=str(cert), client_key=str(other_key)), "not a PEM certificate and its"),
+        (Network(client_cert=str(cert), client_key=str(other_key)), "not a PEM certificate"),
         (Network(client_cert=str(cert), client_key=str(encrypted)), "protected by a password"),
     ]  # fmt: skip
     for network, message in cases:
