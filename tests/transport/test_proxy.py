@@ -26,9 +26,20 @@ from cortex_memory.cortex import (
     Timing,
 )
 from cortex_memory.cortex.transport import HttpClient
-from cortex_memory.errors import ConfigError, EngineError, UnavailableError
+from cortex_memory.errors import (
+    ConfigError,
+    EngineError,
+    InvalidRequestError,
+    UnavailableError,
+)
 from cortex_memory.registry import EngineCredential, build_engine
-from cortex_memory.testing import TEST_TOKEN, DirectDouble, HostedDouble, unused_url
+from cortex_memory.testing import (
+    TEST_TOKEN,
+    DirectDouble,
+    HostedDouble,
+    HostileServer,
+    unused_url,
+)
 from cortex_memory.testing._server import BaseDouble
 
 from ._relays import ProxyOptions, RecordingProxy, TlsFront, basic
@@ -467,3 +478,38 @@ def test_fast_timings_still_apply(clean_network_env: pytest.MonkeyPatch) -> None
         assert time.monotonic() - started < 3.0
         assert [head.method for head in proxy.heads] == ["GET"]
 
+
+
+def _hostile_behind(front_context: Any, behaviour: str, **params: Any) -> Tuple[Any, TlsFront]:
+    server = HostileServer(behaviour, spare_whoami=True, **params)
+    server.__enter__()
+    return server, TlsFront(front_context, int(server.url.rsplit(":", 1)[1]))
+
+
+def test_caps_and_timeouts_hold_through_the_tunnel(server_context: Any, ca_file: str) -> None:
+    """A slow body ends at the request timeout; an endless error body is read to its cap."""
+    for behaviour, params, expected in (
+        ("slow_body", {"rate": 200, "size": 5000}, "timed out while reading the response body"),
+        ("endless_chunked", {"status": 400, "chunk": 65536}, "returned HTTP 400 Bad Request"),
+    ):
+        server, front = _hostile_behind(server_context, behaviour, **params)
+        try:
+            with proxy_for(front) as proxy:
+                client = HttpClient(
+                    CortexWire.TINYHUMANS,
+                    remote_url(front),
+                    CortexCredential.api_key(TEST_TOKEN),
+                    timing=FAST,
+                    network=Network(proxy=proxy.url, ca_certs=ca_file),
+                )
+                started = time.monotonic()
+                with pytest.raises((UnavailableError, InvalidRequestError)) as caught:
+                    client.once("GET", "memory/events")
+                elapsed = time.monotonic() - started
+                client.close()
+        finally:
+            front.close()
+            server.__exit__(None, None, None)
+        assert expected in caught.value.message
+        assert elapsed < 3.0
+        assert proxy.methods == ["CONNECT"]
