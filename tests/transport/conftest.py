@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -102,3 +102,16 @@ def server_context(server_cert: Any) -> Any:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_cert.configure_cert(context)
     return context
+
+
+@pytest.fixture(params=["direct", "hosted"])
+def served(request: pytest.FixtureRequest, server_context: Any) -> Iterator[Tuple[Any, Any]]:
+    """A double of each wire behind a loopback TLS front (localhost, memory.test)."""
+    from ._network import port_of, start_double
+    from ._relays import TlsFront
+
+    double = start_double(str(request.param))
+    front = TlsFront(server_context, port_of(double.url))
+    yield double, front
+    front.close()
+    double.close()

@@ -11,21 +11,17 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from typing import Any, Iterator, Optional, Tuple
+from typing import Any, Iterator, Tuple
 
 import pytest
 
 from cortex_memory import ListRequest, MemoryMeta, MetaFilter, RecallRequest, StoreItem
 from cortex_memory.config import EngineSettings, MemoryConfig
 from cortex_memory.cortex import (
-    CortexCredential,
     CortexEngine,
-    CortexWire,
     Network,
-    StaticBearer,
     Timing,
 )
-from cortex_memory.cortex.transport import HttpClient
 from cortex_memory.errors import (
     ConfigError,
     EngineError,
@@ -35,56 +31,22 @@ from cortex_memory.errors import (
 from cortex_memory.registry import EngineCredential, build_engine
 from cortex_memory.testing import (
     TEST_TOKEN,
-    DirectDouble,
-    HostedDouble,
     HostileServer,
     unused_url,
 )
 from cortex_memory.testing._server import BaseDouble
 
+from ._network import TIMING, engine, hosted_client, port_of, start_double
 from ._relays import ProxyOptions, RecordingProxy, TlsFront, basic
 from .conftest import FAST, REMOTE_HOST
 
 pytestmark = pytest.mark.usefixtures("clean_network_env")
 
-TIMING = Timing(
-    request_timeout=5.0,
-    connect_timeout=5.0,
-    read_backoff=0.005,
-    poll_interval=0.005,
-    visibility=2.0,
-    settle=2.0,
-    recovery=2.0,
-)
 PASSWORD = "pr0xy-s3cret-9d1"
-
-
-@pytest.fixture(params=["direct", "hosted"])
-def served(
-    request: pytest.FixtureRequest, server_context: Any
-) -> Iterator[Tuple[BaseDouble, TlsFront]]:
-    """A double of each wire behind a TLS front (memory.test, localhost)."""
-    double: BaseDouble = DirectDouble() if request.param == "direct" else HostedDouble(
-        rate_limit_requests=None
-    )
-    double.start()
-    front = TlsFront(server_context, int(double.url.rsplit(":", 1)[1]))
-    yield double, front
-    front.close()
-    double.close()
 
 
 def remote_url(front: TlsFront) -> str:
     return f"https://{REMOTE_HOST}:{front.port}"
-
-
-def engine(double: BaseDouble, url: str, network: Optional[Network] = None) -> CortexEngine:
-    if double.hosted:
-        source = StaticBearer(TEST_TOKEN)
-        return CortexEngine.tinyhumans(url, source, timing=TIMING, network=network)
-    return CortexEngine.direct(
-        url, CortexCredential.api_key(TEST_TOKEN), timing=TIMING, network=network
-    )
 
 
 def session(eng: CortexEngine) -> None:
@@ -232,13 +194,8 @@ def test_a_stalled_proxy_ends_at_the_request_timeout(
     _, front = served
     timing = Timing(request_timeout=0.6, connect_timeout=5.0)
     with proxy_for(front, stall=stall) as proxy:
-        client = HttpClient(
-            CortexWire.TINYHUMANS,
-            remote_url(front),
-            CortexCredential.api_key(TEST_TOKEN),
-            timing=timing,
-            network=Network(proxy=proxy.url, ca_certs=ca_file),
-        )
+        network = Network(proxy=proxy.url, ca_certs=ca_file)
+        client = hosted_client(remote_url(front), network, timing)
         started = time.monotonic()
         with pytest.raises(UnavailableError, match="timed out"):
             client.once("GET", "memory/events")
@@ -392,11 +349,9 @@ def test_config_and_registry_carry_the_proxy_and_the_ca_bundle(
 
 @pytest.fixture(params=["direct", "hosted"])
 def plain(request: pytest.FixtureRequest) -> Iterator[BaseDouble]:
-    double: BaseDouble = DirectDouble() if request.param == "direct" else HostedDouble(
-        rate_limit_requests=None
-    )
-    with double:
-        yield double
+    double = start_double(str(request.param))
+    yield double
+    double.close()
 
 
 def test_plain_http_goes_through_a_forwarding_loopback_proxy(plain: BaseDouble) -> None:
@@ -465,13 +420,7 @@ def test_fast_timings_still_apply(clean_network_env: pytest.MonkeyPatch) -> None
     """A proxied client keeps the request timeout: a silent forwarding proxy times out."""
     with RecordingProxy(ProxyOptions(stall="connect")) as proxy:
         started = time.monotonic()
-        client = HttpClient(
-            CortexWire.TINYHUMANS,
-            "http://127.0.0.1:9",
-            CortexCredential.api_key(TEST_TOKEN),
-            timing=FAST,
-            network=Network(proxy=proxy.url),
-        )
+        client = hosted_client("http://127.0.0.1:9", Network(proxy=proxy.url), FAST)
         with pytest.raises(UnavailableError, match="timed out"):
             client.once("GET", "memory/events")
         client.close()
@@ -483,7 +432,7 @@ def test_fast_timings_still_apply(clean_network_env: pytest.MonkeyPatch) -> None
 def _hostile_behind(front_context: Any, behaviour: str, **params: Any) -> Tuple[Any, TlsFront]:
     server = HostileServer(behaviour, spare_whoami=True, **params)
     server.__enter__()
-    return server, TlsFront(front_context, int(server.url.rsplit(":", 1)[1]))
+    return server, TlsFront(front_context, port_of(server.url))
 
 
 def test_caps_and_timeouts_hold_through_the_tunnel(server_context: Any, ca_file: str) -> None:
@@ -495,13 +444,8 @@ def test_caps_and_timeouts_hold_through_the_tunnel(server_context: Any, ca_file:
         server, front = _hostile_behind(server_context, behaviour, **params)
         try:
             with proxy_for(front) as proxy:
-                client = HttpClient(
-                    CortexWire.TINYHUMANS,
-                    remote_url(front),
-                    CortexCredential.api_key(TEST_TOKEN),
-                    timing=FAST,
-                    network=Network(proxy=proxy.url, ca_certs=ca_file),
-                )
+                network = Network(proxy=proxy.url, ca_certs=ca_file)
+                client = hosted_client(remote_url(front), network, FAST)
                 started = time.monotonic()
                 with pytest.raises((UnavailableError, InvalidRequestError)) as caught:
                     client.once("GET", "memory/events")

@@ -17,12 +17,13 @@ import pytest
 
 from cortex_memory import ListRequest, MetaFilter, StoreItem
 from cortex_memory.config import EngineSettings, MemoryConfig
-from cortex_memory.cortex import CortexCredential, CortexEngine, Network, StaticBearer, Timing
+from cortex_memory.cortex import CortexCredential, CortexEngine, Network
 from cortex_memory.errors import ConfigError, UnavailableError
 from cortex_memory.registry import EngineCredential, build_engine
-from cortex_memory.testing import TEST_TOKEN, DirectDouble, HostedDouble
+from cortex_memory.testing import TEST_TOKEN
 from cortex_memory.testing._server import BaseDouble
 
+from ._network import TIMING, engine, port_of, start_double
 from ._relays import ProxyOptions, RecordingProxy, TlsFront
 from .conftest import REMOTE_HOST
 
@@ -30,46 +31,7 @@ pytestmark = pytest.mark.usefixtures("clean_network_env")
 
 trustme = pytest.importorskip("trustme")
 
-TIMING = Timing(
-    request_timeout=5.0,
-    connect_timeout=5.0,
-    read_backoff=0.005,
-    poll_interval=0.005,
-    visibility=2.0,
-    settle=2.0,
-    recovery=2.0,
-)
 TLS_FAILED = "TLS failed"
-
-
-def start_double(wire: str) -> BaseDouble:
-    double: BaseDouble = DirectDouble() if wire == "direct" else HostedDouble(
-        rate_limit_requests=None
-    )
-    return double.start()
-
-
-def upstream_port(double: BaseDouble) -> int:
-    return int(double.url.rsplit(":", 1)[1])
-
-
-@pytest.fixture(params=["direct", "hosted"])
-def served(
-    request: pytest.FixtureRequest, server_context: Any
-) -> Iterator[Tuple[BaseDouble, TlsFront]]:
-    double = start_double(str(request.param))
-    front = TlsFront(server_context, upstream_port(double))
-    yield double, front
-    front.close()
-    double.close()
-
-
-def engine(double: BaseDouble, url: str, network: Any = None) -> CortexEngine:
-    if double.hosted:
-        source = StaticBearer(TEST_TOKEN)
-        return CortexEngine.tinyhumans(url, source, timing=TIMING, network=network)
-    credential = CortexCredential.api_key(TEST_TOKEN)
-    return CortexEngine.direct(url, credential, timing=TIMING, network=network)
 
 
 def works(eng: CortexEngine) -> None:
@@ -195,7 +157,7 @@ def test_the_host_name_is_checked(
     double, front = served
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     test_ca.issue_cert("other.test").configure_cert(context)
-    with TlsFront(context, upstream_port(double)) as elsewhere:
+    with TlsFront(context, port_of(double.url)) as elsewhere:
         refused(engine(double, elsewhere.url("localhost"), Network(ca_certs=ca_file)))
     works(engine(double, front.url("localhost"), Network(ca_certs=ca_file)))
 
@@ -242,7 +204,7 @@ def mutual(
     client_ca.configure_trust(context)
     context.verify_mode = ssl.CERT_REQUIRED
     double = start_double(str(request.param))
-    front = TlsFront(context, upstream_port(double))
+    front = TlsFront(context, port_of(double.url))
     yield double, front
     front.close()
     double.close()
