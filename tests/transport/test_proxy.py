@@ -32,6 +32,7 @@ from cortex_memory.registry import EngineCredential, build_engine
 from cortex_memory.testing import (
     TEST_TOKEN,
     HostileServer,
+    LoopbackServer,
     unused_url,
 )
 from cortex_memory.testing._server import BaseDouble
@@ -457,3 +458,23 @@ def test_caps_and_timeouts_hold_through_the_tunnel(server_context: Any, ca_file:
         assert expected in caught.value.message
         assert elapsed < 3.0
         assert proxy.methods == ["CONNECT"]
+
+
+def test_a_407_from_the_endpoint_inside_a_tunnel_is_the_endpoints(
+    server_context: Any, ca_file: str
+) -> None:
+    """Only a forwarding proxy's 407 is the proxy's: past a tunnel it is the server's status."""
+    with LoopbackServer(lambda request: (407, [], b"")) as server:
+        front = TlsFront(server_context, port_of(server.url))
+        try:
+            with proxy_for(front) as proxy:
+                network = Network(proxy=proxy.url, ca_certs=ca_file)
+                client = hosted_client(remote_url(front), network, FAST)
+                with pytest.raises(EngineError) as caught:
+                    client.once("GET", "memory/events")
+                client.close()
+        finally:
+            front.close()
+    assert caught.value.status == 407
+    assert "proxy" not in caught.value.message
+    assert "returned HTTP 407 Proxy Authentication Required" in caught.value.message

@@ -90,7 +90,7 @@ class Family:
     (the endpoint's path, or its whole base URL for a forwarding proxy).
     """
 
-    __slots__ = ("_context", "_key", "actor", "pause", "pool", "prefix", "proxy")
+    __slots__ = ("_context", "_key", "actor", "forwarding", "pause", "pool", "prefix", "proxy")
 
     def __init__(
         self, endpoint: Endpoint, proxy: Optional[Proxy] = None, tls: Optional[Tls] = None
@@ -99,9 +99,11 @@ class Family:
         self.proxy = proxy
         self.actor = ActorCache()
         self.pause = RateLimitPause()
-        forwarding = proxy is not None and endpoint.scheme == "http"
-        if proxy is not None and forwarding:
-            scheme, host, port = proxy.scheme, proxy.host, proxy.port
+        # A plain-http endpoint's requests are forwarded: the proxy is their origin.
+        self.forwarding = proxy if endpoint.scheme == "http" else None
+        if self.forwarding is not None:
+            forwarding = self.forwarding
+            scheme, host, port = forwarding.scheme, forwarding.host, forwarding.port
             self.prefix = endpoint.base
         else:
             scheme, host, port = endpoint.scheme, endpoint.host, endpoint.port
@@ -262,10 +264,11 @@ class Exchange:
         status = int(response.status)
         ok = 200 <= status < 300
         if not ok:
-            if status == 407 and self._family.proxy is not None:
-                # A forwarding proxy wants credentials (a CONNECT 407 is a ProxyError).
+            if status == 407 and self._family.forwarding is not None:
+                # A forwarding proxy wants credentials. (Through a tunnel, a CONNECT 407
+                # is a ProxyError, and a 407 is the endpoint's own answer.)
                 discard(response)
-                raise proxy_auth_failure(self._family.proxy, self._endpoint.host)
+                raise proxy_auth_failure(self._family.forwarding, self._endpoint.host)
             if status in (401, 403):
                 self._family.actor.reset()
             elif status == 429:
