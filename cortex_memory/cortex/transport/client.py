@@ -98,6 +98,11 @@ def _route(endpoint: Endpoint, network: Network) -> Tuple[Optional[Proxy], Optio
     else:
         proxy = None
     proxy_route_check(proxy, endpoint)
+    if proxy is not None:
+        # Host and port only: the proxy URL may carry a password.
+        logger.debug(
+            "requests to %s go through the proxy %s (%s)", endpoint.host, proxy.shown, proxy.source
+        )
     local_only = is_loopback_host(endpoint.host) and (proxy is None or proxy.loopback)
     tls = tls_settings(
         ca_certs=_text(network.ca_certs),
