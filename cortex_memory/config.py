@@ -13,6 +13,9 @@ TOML::
     [engines.cortexdb]
     endpoint = "https://cortex.example.com"
 
+    proxy = "http://proxy.corp.example:3128"   # "" for none; absent: the environment's
+    ca_certs = "/etc/ssl/corp-ca.pem"
+
     [engines.local]
     path = "~/notes/memory.sqlite3"
 
@@ -104,35 +107,69 @@ def _has_control(text: str) -> bool:
     return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)
 
 
+def _carries_user(url: str) -> bool:
+    text = url.strip()
+    if "://" not in text:
+        # A bare "user:password@host:port" proxy would otherwise parse as a scheme.
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        return parts.username is not None or parts.password is not None or "@" in parts.netloc
+    except ValueError:
+        # Not a URL at all: the engine reports that, naming its own rule.
+        return False
+
+
 def _check_settings(
-    where: str, endpoint: Optional[str], path: Optional[str], embedder: Optional[str] = None
+    where: str,
+    endpoint: Optional[str],
+    path: Optional[str],
+    embedder: Optional[str] = None,
+    network: Mapping[str, Optional[str]] = types.MappingProxyType({}),
 ) -> None:
-    """Value rules shared by the constructor and the loaders; ``where`` names the owner."""
+    """Value rules shared by the constructor and the loaders; ``where`` names the owner.
+
+    ``network`` holds ``proxy`` and the TLS file paths. No message quotes a value.
+    """
     if embedder is not None and (not embedder.strip() or _has_control(embedder)):
         raise ConfigError(f"{where}.embedder must be a name such as `ngram` or `semantic`")
-    if endpoint is not None:
-        if _has_control(endpoint):
-            raise ConfigError(f"{where}.endpoint must not contain control characters")
-        try:
-            parts = urlsplit(endpoint.strip())
-            carries_user = parts.username is not None or parts.password is not None
-        except ValueError:
-            # Not a URL at all: the engine reports that, naming its own rule.
-            carries_user = False
-        if carries_user:
+    for name, url in (("endpoint", endpoint), ("proxy", network.get("proxy"))):
+        if url is None:
+            continue
+        if _has_control(url):
+            raise ConfigError(f"{where}.{name} must not contain control characters")
+        if _carries_user(url):
             # The value is not quoted: the user part may be a key.
-            raise ConfigError(
-                f"{where}.endpoint must not carry a user name or password; "
+            where_from = (
                 "credentials come from the environment, never from a config"
+                if name == "endpoint"
+                else "proxy credentials come from the environment (HTTPS_PROXY) or "
+                "the code (Network), never from a config"
+            )
+            raise ConfigError(
+                f"{where}.{name} must not carry a user name or password; {where_from}"
             )
     if path is not None and "\x00" in path:
         raise ConfigError(f"{where}.path must not contain a NUL character")
+    for name in _TLS_FILES:
+        file = network.get(name)
+        if file is None:
+            continue
+        if "\x00" in file:
+            raise ConfigError(f"{where}.{name} must not contain a NUL character")
+        if "-----BEGIN" in file:
+            raise ConfigError(f"{where}.{name} must be the path of a PEM file, not its contents")
+
+
+# The TLS settings that name files (paths, never secrets).
+_TLS_FILES = ("ca_certs", "client_cert", "client_key")
+_NETWORK_FIELDS = ("proxy", *_TLS_FILES)
 
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """How one engine is reached: ``endpoint`` (CortexDB engines), ``path`` and
-    ``embedder`` (local).
+    """How one engine is reached: ``endpoint``, ``proxy`` and the TLS files (CortexDB
+    engines), ``path`` and ``embedder`` (local).
 
     All are optional: an absent or blank ``endpoint`` uses the engine's
     default; an absent ``path`` uses the per-user database
@@ -142,17 +179,33 @@ class EngineSettings:
     ``"semantic"`` with the ``[semantic]`` extra, or ``"module:factory"``);
     the CortexDB engines ignore it.
 
+    ``proxy``: absent takes the proxy from the environment (``HTTPS_PROXY``,
+    ...), a URL is used whatever the environment says, and ``""`` means no
+    proxy at all. ``ca_certs``, ``client_cert`` and ``client_key`` are paths
+    of PEM files (a CA bundle, a client certificate and its key); the local
+    engine ignores all four. See :class:`~cortex_memory.cortex.Network`.
+
     Construction refuses a value of the wrong type (``TypeError``) and, with
     :class:`~cortex_memory.errors.ConfigError` naming the field, control
-    characters in ``endpoint``, an endpoint carrying a user name or password,
-    and a NUL character in ``path``.
+    characters in ``endpoint`` or ``proxy``, either carrying a user name or
+    password, a NUL character in a path, and PEM text where a path belongs.
     """
 
     endpoint: Optional[str] = None
     path: Optional[str] = None
     embedder: Optional[str] = None
+    proxy: Optional[str] = None
+    ca_certs: Optional[str] = None
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = None
 
     def __post_init__(self) -> None:
+        for name in _NETWORK_FIELDS:
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(
+                    f"EngineSettings.{name} must be a str or None, not {type(value).__name__}"
+                )
         if self.embedder is not None and not isinstance(self.embedder, str):
             raise TypeError(
                 f"EngineSettings.embedder must be a str or None, not {type(self.embedder).__name__}"
@@ -171,17 +224,21 @@ class EngineSettings:
             if not isinstance(path, str):
                 raise TypeError("EngineSettings.path must be a text path, not bytes")
             object.__setattr__(self, "path", path)
-        _check_settings("EngineSettings", self.endpoint, self.path, self.embedder)
+        _check_settings(
+            "EngineSettings", self.endpoint, self.path, self.embedder, self.network_fields()
+        )
+
+    def network_fields(self) -> Dict[str, Optional[str]]:
+        """``proxy``, ``ca_certs``, ``client_cert`` and ``client_key``, by name."""
+        return {name: getattr(self, name) for name in _NETWORK_FIELDS}
 
     def to_dict(self) -> Dict[str, str]:
         """The settings as a JSON/TOML table (unset fields omitted)."""
         out: Dict[str, str] = {}
-        if self.endpoint is not None:
-            out["endpoint"] = self.endpoint
-        if self.path is not None:
-            out["path"] = self.path
-        if self.embedder is not None:
-            out["embedder"] = self.embedder
+        for name in ("endpoint", "path", "embedder", *_NETWORK_FIELDS):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
 
 
@@ -400,7 +457,7 @@ def _read_settings(
         return _NO_SETTINGS
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where}{name} must be a table, not {_kind_of(table)}")
-    known = ("endpoint", "path", "embedder")
+    known = ("endpoint", "path", "embedder", *_NETWORK_FIELDS)
     for key in table:
         if isinstance(key, str) and key not in known and _looks_secret(key):
             ignored.append(f"{name}.{key}")
@@ -411,17 +468,23 @@ def _read_settings(
             raise ConfigError(f"{where}{name}.{key} must be a string, not {_kind_of(value)}")
         values[key] = value
     endpoint, path, embedder = values["endpoint"], values["path"], values["embedder"]
+    network = {key: values[key] for key in _NETWORK_FIELDS}
     try:
-        _check_settings(name, endpoint, path, embedder)
+        _check_settings(name, endpoint, path, embedder, network)
     except ConfigError as exc:
         raise ConfigError(where + exc.message) from None
-    if base is not None and path is not None:
-        path = _relative_to(base, path)
-    return EngineSettings(endpoint, path, embedder)
+    if base is not None:
+        if path is not None:
+            path = _relative_to(base, path)
+        for key in _TLS_FILES:
+            file = network[key]
+            if file is not None:
+                network[key] = _relative_to(base, file)
+    return EngineSettings(endpoint, path, embedder, **network)
 
 
 def _relative_to(base: Path, path: str) -> str:
-    """A relative database path in a file is read from the file's folder."""
+    """A relative path in a file (a database, a certificate) is read from the file's folder."""
     if path == ":memory:" or not path.strip() or path.startswith("~"):
         return path
     if os.path.isabs(path):

@@ -33,6 +33,7 @@ from cortex_memory.paths import default_database_path
 if TYPE_CHECKING:
     from cortex_memory.contract.descriptor import EngineDescriptor
     from cortex_memory.contract.engine import MemoryEngine
+    from cortex_memory.cortex.network import Network
 
 __all__ = [
     "EngineCredential",
@@ -229,13 +230,31 @@ def _endpoint(settings: EngineSettings, default: str) -> str:
     return endpoint.strip()
 
 
+def _network(settings: EngineSettings) -> Network:
+    """The proxy and TLS options of ``settings``: an absent proxy is the environment's,
+    ``""`` none; a blank path is unset."""
+    from cortex_memory.cortex.network import FROM_ENVIRONMENT, Network
+
+    def path(value: Optional[str]) -> Optional[str]:
+        return value if value is not None and value.strip() else None
+
+    return Network(
+        proxy=FROM_ENVIRONMENT if settings.proxy is None else settings.proxy,
+        ca_certs=path(settings.ca_certs),
+        client_cert=path(settings.client_cert),
+        client_key=path(settings.client_key),
+    )
+
+
 def _build_cortexdb(settings: EngineSettings, credential: EngineCredential) -> MemoryEngine:
     """CortexDB's own API (Direct): a static API key, or a bearer source asked per request."""
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.wire import CORTEX_API_ENDPOINT, CORTEXDB_ENGINE_ID
 
     cortex_credential = credential.cortex_credential(CORTEXDB_ENGINE_ID)
-    return CortexEngine.direct(_endpoint(settings, CORTEX_API_ENDPOINT), cortex_credential)
+    return CortexEngine.direct(
+        _endpoint(settings, CORTEX_API_ENDPOINT), cortex_credential, network=_network(settings)
+    )
 
 
 def _build_tinyhumans(settings: EngineSettings, credential: EngineCredential) -> MemoryEngine:
@@ -244,7 +263,9 @@ def _build_tinyhumans(settings: EngineSettings, credential: EngineCredential) ->
     from cortex_memory.cortex.wire import TINYHUMANS_API_ENDPOINT, TINYHUMANS_ENGINE_ID
 
     source = credential.bearer_source(TINYHUMANS_ENGINE_ID)
-    return CortexEngine.tinyhumans(_endpoint(settings, TINYHUMANS_API_ENDPOINT), source)
+    return CortexEngine.tinyhumans(
+        _endpoint(settings, TINYHUMANS_API_ENDPOINT), source, network=_network(settings)
+    )
 
 
 # Listing order is table order. A new engine is one entry here; keep the order
@@ -308,6 +329,11 @@ def build_engine(
     ``":memory:"`` allowed), or the per-user database when unset
     (its folder is created); ``settings.embedder`` names its embedder
     (default ``ngram``). Any credential is ignored.
+
+    ``cortexdb`` and ``tinyhumans``: ``settings.proxy`` (absent: the
+    environment's; ``""``: none) and the TLS files ``ca_certs``,
+    ``client_cert`` and ``client_key`` become the engine's
+    :class:`~cortex_memory.cortex.Network`.
     """
     if not isinstance(engine_id, str):
         raise TypeError(f"engine_id must be a str, not {type(engine_id).__name__}")

@@ -345,7 +345,8 @@ def test_memory_config_equality_hash_and_repr() -> None:
     assert len({a, b, MemoryConfig()}) == 2
     assert repr(a) == (
         "MemoryConfig(engine='local', engines={'local': "
-        "EngineSettings(endpoint=None, path=':memory:', embedder=None)})"
+        "EngineSettings(endpoint=None, path=':memory:', embedder=None, proxy=None, "
+        "ca_certs=None, client_cert=None, client_key=None)})"
     )
 
 
@@ -442,3 +443,69 @@ def test_the_local_embedder_setting() -> None:
         MemoryConfig.from_toml('[engines.local]\nembedder = " "\n')
     with pytest.raises(TypeError):
         EngineSettings(embedder=3)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------- proxy and TLS files
+
+
+def test_network_settings_load_and_round_trip(tmp_path: pathlib.Path) -> None:
+    file = tmp_path / "conf" / "config.toml"
+    file.parent.mkdir()
+    file.write_text(
+        'engine = "cortexdb"\n[engines.cortexdb]\n'
+        'endpoint = "https://cortex.example.com"\nproxy = "http://proxy.corp:3128"\n'
+        'ca_certs = "certs/ca.pem"\nclient_cert = "~/me.pem"\n'
+        f"client_key = {json.dumps(str(tmp_path / 'me.key'))}\n"
+        '[engines.tinyhumans]\nproxy = ""\n'
+    )
+    config = MemoryConfig.load(file)
+    direct = config.settings("cortexdb")
+    assert direct.proxy == "http://proxy.corp:3128"
+    # Relative file paths are read from the file's folder, like a database path.
+    assert direct.ca_certs == str(file.parent / "certs" / "ca.pem")
+    assert direct.client_cert == "~/me.pem"
+    assert direct.client_key == str(tmp_path / "me.key")
+    assert config.settings("tinyhumans").proxy == ""
+    again = MemoryConfig.from_dict(config.to_dict())
+    assert again == config
+    assert config.to_dict()["engines"]["tinyhumans"] == {"proxy": ""}
+    assert MemoryConfig.from_json(json.dumps(config.to_dict())) == config
+
+
+@pytest.mark.parametrize(
+    "proxy",
+    [
+        f"http://ada:{CANARY}@proxy.corp:3128",
+        f"http://{CANARY}@proxy.corp:3128",
+        f"ada:{CANARY}@proxy.corp:3128",
+        f"https://:{CANARY}@127.0.0.1:3129/",
+    ],
+)
+def test_a_proxy_carrying_credentials_is_refused_naming_the_field(proxy: str) -> None:
+    with pytest.raises(ConfigError) as from_file:
+        MemoryConfig.from_toml(f'[engines.cortexdb]\nproxy = "{proxy}"\n')
+    message = from_file.value.message
+    assert message.startswith("engines.cortexdb.proxy must not carry a user name or password")
+    assert "HTTPS_PROXY" in message
+    assert CANARY not in str(from_file.value)
+    assert CANARY not in repr(from_file.value)
+    with pytest.raises(ConfigError, match=r"EngineSettings\.proxy must not carry") as caught:
+        EngineSettings(proxy=proxy)
+    assert CANARY not in str(caught.value)
+
+
+def test_network_setting_value_rules() -> None:
+    with pytest.raises(ConfigError, match=r"engines\.x\.proxy must not contain control"):
+        MemoryConfig.from_dict({"engines": {"x": {"proxy": "http://p:1\r\nX: y"}}})
+    with pytest.raises(ConfigError, match=r"engines\.x\.ca_certs must not contain a NUL"):
+        MemoryConfig.from_dict({"engines": {"x": {"ca_certs": "a\x00b"}}})
+    key = f"-----BEGIN PRIVATE KEY-----\n{CANARY}\n-----END PRIVATE KEY-----"
+    with pytest.raises(ConfigError, match=r"engines\.x\.client_key must be the path") as caught:
+        MemoryConfig.from_dict({"engines": {"x": {"client_key": key}}})
+    assert CANARY not in str(caught.value)
+    with pytest.raises(ConfigError, match=r"engines\.x\.client_cert must be a string, not an"):
+        MemoryConfig.from_dict({"engines": {"x": {"client_cert": 5}}})
+    with pytest.raises(TypeError, match=r"EngineSettings\.proxy"):
+        EngineSettings(proxy=3128)  # type: ignore[arg-type]
+    # Checked by the engine when it is built, not by the settings.
+    assert EngineSettings(proxy="socks5://proxy.corp:1080").proxy == "socks5://proxy.corp:1080"

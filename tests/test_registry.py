@@ -296,3 +296,48 @@ def test_the_local_engine_takes_its_embedder_from_the_settings() -> None:
         assert isinstance(engine.embedder, NgramEmbedder)  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="unknown embedder `fancy`"):
         build_engine("local", EngineSettings(path=":memory:", embedder="fancy"))
+
+
+# ------------------------------------------------------------ proxy and TLS
+
+
+@pytest.mark.parametrize("engine_id", ["cortexdb", "tinyhumans"])
+def test_network_settings_reach_the_cortexdb_engines(
+    engine_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    credential = EngineCredential.static(CANARY)
+    endpoint = "https://cortex.example.com"
+
+    def proxy_of(settings: EngineSettings) -> Optional[str]:
+        engine = build_engine(engine_id, settings, credential)
+        assert isinstance(engine, CortexEngine)
+        engine.close()
+        return engine.proxy
+
+    assert proxy_of(EngineSettings(endpoint=endpoint)) is None
+    assert proxy_of(EngineSettings(endpoint=endpoint, proxy="proxy.corp:3128")) == (
+        "http://proxy.corp:3128"
+    )
+    monkeypatch.setenv("HTTPS_PROXY", "http://env.corp:8080")
+    assert proxy_of(EngineSettings(endpoint=endpoint)) == "http://env.corp:8080"
+    assert proxy_of(EngineSettings(endpoint=endpoint, proxy="")) is None
+    # Blank TLS paths are unset, like a blank endpoint.
+    assert proxy_of(EngineSettings(endpoint=endpoint, ca_certs=" ", client_cert="")) == (
+        "http://env.corp:8080"
+    )
+    with pytest.raises(ConfigError, match="SOCKS"):
+        build_engine(engine_id, EngineSettings(proxy="socks5://proxy.corp:1080"), credential)
+    with pytest.raises(ConfigError, match="ca_certs cannot be read"):
+        build_engine(
+            engine_id, EngineSettings(endpoint=endpoint, ca_certs="/nonexistent/ca.pem"), credential
+        )
+
+
+def test_local_ignores_the_network_settings() -> None:
+    settings = EngineSettings(
+        path=":memory:", proxy="socks5://ignored:1", ca_certs="/nonexistent/ca.pem"
+    )
+    with build_engine("local", settings) as engine:
+        assert engine.health().is_serving()

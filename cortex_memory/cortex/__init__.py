@@ -1,8 +1,8 @@
 """The CortexDB engine: ``CortexEngine`` on CortexDB's own API or the TinyHumans hosted API.
 
 Everything CortexDB-specific is importable from here: the engine, the wires and
-their descriptors, credentials, timings and the hosted failure helpers. Importing
-this package opens no socket and starts no thread.
+their descriptors, credentials, timings, the network options (proxy, TLS) and the
+hosted failure helpers. Importing this package opens no socket and starts no thread.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from cortex_memory.cortex.credential import BearerSource, CortexCredential, StaticBearer
 from cortex_memory.cortex.descriptors import cortexdb_descriptor, tinyhumans_descriptor
 from cortex_memory.cortex.engine.core import CortexEngine
+from cortex_memory.cortex.network import FROM_ENVIRONMENT, Network
 from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport.failure import health_reason
 from cortex_memory.cortex.wire import (
@@ -29,6 +30,8 @@ __all__ = [
     "CortexEngine",
     "CortexWire",
     "Deadline",
+    "FROM_ENVIRONMENT",
+    "Network",
     "StaticBearer",
     "TINYHUMANS_API_ENDPOINT",
     "TINYHUMANS_ENGINE_ID",

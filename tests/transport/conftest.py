@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -51,3 +51,67 @@ def make_client() -> Iterator[MakeClient]:
     yield make
     for client in made:
         client.close()
+
+
+# --- proxies and TLS ------------------------------------------------------------------
+
+# Every variable the proxy and TLS settings read; the tests set what they need.
+NETWORK_VARIABLES = (
+    "https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY",
+    "no_proxy", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUEST_METHOD",
+)  # fmt: skip
+
+# A name only the test proxies can resolve (.test never resolves in public DNS).
+REMOTE_HOST = "memory.test"
+
+
+@pytest.fixture
+def clean_network_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No proxy or CA variable from the machine leaks into a test."""
+    for name in NETWORK_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture(scope="session")
+def test_ca() -> Any:
+    """A throwaway CA (trustme) that signs the loopback TLS servers' certificates."""
+    trustme = pytest.importorskip("trustme")
+    return trustme.CA()
+
+
+@pytest.fixture(scope="session")
+def server_cert(test_ca: Any) -> Any:
+    """A certificate for localhost, 127.0.0.1 and memory.test, signed by ``test_ca``."""
+    return test_ca.issue_cert("localhost", "127.0.0.1", REMOTE_HOST)
+
+
+@pytest.fixture
+def ca_file(test_ca: Any, tmp_path: Any) -> str:
+    """``test_ca``'s certificate as a PEM file."""
+    path = tmp_path / "test-ca.pem"
+    test_ca.cert_pem.write_to_path(str(path))
+    return str(path)
+
+
+@pytest.fixture
+def server_context(server_cert: Any) -> Any:
+    """A server-side SSLContext presenting ``server_cert``."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_cert.configure_cert(context)
+    return context
+
+
+@pytest.fixture(params=["direct", "hosted"])
+def served(request: pytest.FixtureRequest, server_context: Any) -> Iterator[Tuple[Any, Any]]:
+    """A double of each wire behind a loopback TLS front (localhost, memory.test)."""
+    from ._network import port_of, start_double
+    from ._relays import TlsFront
+
+    double = start_double(str(request.param))
+    front = TlsFront(server_context, port_of(double.url))
+    yield double, front
+    front.close()
+    double.close()

@@ -1,7 +1,7 @@
 """The transport's shortcuts give what the straightforward calls give.
 
-- ``Family.connections(endpoint)`` is the pool ``connection_from_host`` gives,
-  also after the pool manager was cleared;
+- ``Family.connections()`` is the pool ``connection_from_host`` gives (the
+  ``ProxyManager``'s own through a proxy), also after the pool manager was cleared;
 - the response parser equals ``json.loads(raw, parse_constant=...)`` on
   generated bodies: same value, or a ``ValueError`` both ways.
 """
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from cortex_memory.cortex.transport.endpoint import parse_endpoint
 from cortex_memory.cortex.transport.exchange import Family
+from cortex_memory.cortex.transport.proxy import parse_proxy
 from cortex_memory.cortex.transport.response import _parse_json, _reject_constant
 
 
@@ -25,22 +26,48 @@ from cortex_memory.cortex.transport.response import _parse_json, _reject_constan
     "url", ["http://127.0.0.1:8080", "http://localhost/", "https://api.example.com/v2/"]
 )
 def test_connections_are_the_pool_connection_from_host_gives(url: str) -> None:
-    family = Family()
     endpoint = parse_endpoint(url)
-    pool = family.connections(endpoint)
+    family = Family(endpoint)
+    pool = family.connections()
     expected = family.pool.connection_from_host(
         endpoint.host, port=endpoint.port, scheme=endpoint.scheme
     )
     assert pool is expected
-    assert family.connections(endpoint) is pool
+    assert family.connections() is pool
     assert (pool.host, pool.port, pool.scheme) == (expected.host, expected.port, expected.scheme)
+    assert family.prefix == endpoint.path
     family.pool.clear()
-    again = family.connections(endpoint)
+    again = family.connections()
     assert again is not pool
     assert again is family.pool.connection_from_host(
         endpoint.host, port=endpoint.port, scheme=endpoint.scheme
     )
     assert (again.host, again.port, again.scheme) == (pool.host, pool.port, pool.scheme)
+    family.pool.clear()
+
+
+@pytest.mark.parametrize(
+    ("url", "proxy_url"),
+    [
+        ("https://api.example.com/v2/", "http://127.0.0.1:3128"),
+        ("http://127.0.0.1:8080/base/", "http://127.0.0.1:3128"),
+        ("http://localhost:8080/", "https://localhost:8443"),
+    ],
+)
+def test_proxied_connections_are_the_proxy_managers_own(url: str, proxy_url: str) -> None:
+    """Through a proxy: the pool ProxyManager.connection_from_host gives, and the
+    target urllib3 would send (the path in a CONNECT tunnel, the whole URL to a
+    forwarding proxy)."""
+    endpoint = parse_endpoint(url)
+    family = Family(endpoint, parse_proxy(proxy_url))
+    pool = family.connections()
+    assert pool is family.pool.connection_from_host(
+        endpoint.host, port=endpoint.port, scheme=endpoint.scheme
+    )
+    forwarding = endpoint.scheme == "http"
+    assert family.prefix == (endpoint.base if forwarding else endpoint.path)
+    assert pool.proxy is not None
+    assert pool.proxy.url == family.proxy.url
     family.pool.clear()
 
 

@@ -47,6 +47,7 @@ from cortex_memory.cortex.engine import store as _store
 from cortex_memory.cortex.engine.context import EngineContext
 from cortex_memory.cortex.engine.recency import RecencyMap
 from cortex_memory.cortex.log.read import Log
+from cortex_memory.cortex.network import Network
 from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.client import HttpClient
 from cortex_memory.cortex.wire import CortexWire
@@ -59,7 +60,9 @@ class CortexEngine(MemoryEngine):
     """The CortexDB memory engine: Direct (``/v1/*``) or hosted (``/memory/*``).
 
     Build it with :meth:`direct`, :meth:`tinyhumans` or ``CortexEngine(wire,
-    endpoint, credential, timing=...)``; any construction fault is ``ConfigError``.
+    endpoint, credential, timing=..., network=...)``; ``network`` (a
+    :class:`~cortex_memory.cortex.Network`) sets the proxy and TLS options, fixed
+    for the engine and its copies. Any construction fault is ``ConfigError``.
     One engine is shared safely by many threads. Every public operation takes an
     optional ``deadline=`` (seconds, or a :class:`~cortex_memory.cortex.Deadline`)
     bounding the whole call; past it the call raises ``UnavailableError``.
@@ -76,8 +79,9 @@ class CortexEngine(MemoryEngine):
         credential: CortexCredential,
         *,
         timing: Optional[Timing] = None,
+        network: Optional[Network] = None,
     ) -> None:
-        client = HttpClient(wire, endpoint, credential, timing=timing)
+        client = HttpClient(wire, endpoint, credential, timing=timing, network=network)
         consolidation = (
             Consolidation.SCHEDULED if wire.hosted else direct_consolidation(client.origin)
         )
@@ -95,20 +99,31 @@ class CortexEngine(MemoryEngine):
         credential: CortexCredential,
         *,
         timing: Optional[Timing] = None,
+        network: Optional[Network] = None,
     ) -> CortexEngine:
-        """The same as ``CortexEngine(wire, endpoint, credential, timing=...)``."""
-        return cls(wire, endpoint, credential, timing=timing)
+        """The same as ``CortexEngine(wire, endpoint, credential, timing=..., network=...)``."""
+        return cls(wire, endpoint, credential, timing=timing, network=network)
 
     @classmethod
     def direct(
-        cls, endpoint: str, credential: CortexCredential, *, timing: Optional[Timing] = None
+        cls,
+        endpoint: str,
+        credential: CortexCredential,
+        *,
+        timing: Optional[Timing] = None,
+        network: Optional[Network] = None,
     ) -> CortexEngine:
         """CortexDB's own API at ``endpoint`` (normally with ``CortexCredential.api_key``)."""
-        return cls(CortexWire.DIRECT, endpoint, credential, timing=timing)
+        return cls(CortexWire.DIRECT, endpoint, credential, timing=timing, network=network)
 
     @classmethod
     def tinyhumans(
-        cls, endpoint: str, source: BearerSource, *, timing: Optional[Timing] = None
+        cls,
+        endpoint: str,
+        source: BearerSource,
+        *,
+        timing: Optional[Timing] = None,
+        network: Optional[Network] = None,
     ) -> CortexEngine:
         """The TinyHumans hosted API at ``endpoint``; ``source`` is asked on every attempt."""
         if isinstance(source, CortexCredential):
@@ -117,7 +132,7 @@ class CortexEngine(MemoryEngine):
             credential = CortexCredential.dynamic(source)
         else:
             raise TypeError("source must be a BearerSource: an object with a bearer() method")
-        return cls(CortexWire.TINYHUMANS, endpoint, credential, timing=timing)
+        return cls(CortexWire.TINYHUMANS, endpoint, credential, timing=timing, network=network)
 
     # -- identity, copies, lifecycle -----------------------------------------------------
 
@@ -130,6 +145,14 @@ class CortexEngine(MemoryEngine):
     def timing(self) -> Timing:
         """The timings in use."""
         return self._ctx.timing
+
+    @property
+    def proxy(self) -> Optional[str]:
+        """The proxy requests go through (``scheme://host:port``, never credentials), or ``None``.
+
+        Decided when the engine was built, from ``network=`` or the environment.
+        """
+        return self._ctx.client.proxy
 
     @property
     def context(self) -> EngineContext:

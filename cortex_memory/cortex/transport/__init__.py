@@ -11,6 +11,10 @@ Layers, lowest first:
   timer that cuts stalled connections, the urllib3 pool, capped body reads;
 * :mod:`.actor`, :mod:`.pause` — state shared by an engine family: the
   ``X-Cortex-Actor`` cache and the rate-limit pause;
+* :mod:`.proxy`, :mod:`.tls` — what is decided at construction about the way
+  out: the proxy (explicit, or from ``HTTPS_PROXY``/``NO_PROXY``...), the
+  cleartext rule for proxies, proxy failures; the TLS trust store, client
+  certificate and the rule that verification stays on off loopback;
 * :mod:`.failure` — statuses and transport faults to the error tree;
 * :mod:`.response` — :class:`Response` and the JSON body codec;
 * :mod:`.exchange` — one attempt: build, send, read and map the answer;
@@ -39,12 +43,14 @@ from cortex_memory.cortex.transport.failure import (
 )
 from cortex_memory.cortex.transport.keys import fresh_claim, query_string, urlencode
 from cortex_memory.cortex.transport.pause import RateLimitPause
+from cortex_memory.cortex.transport.proxy import CLEARTEXT_PROXY_REFUSED, bypasses_proxy
 from cortex_memory.cortex.transport.watchdog import WATCHDOG
 
 __all__ = [
     "AUTHORIZATION_STATE_CHANGED",
     "ActorCache",
     "ActorState",
+    "CLEARTEXT_PROXY_REFUSED",
     "CLEARTEXT_REFUSED",
     "ERROR_CAP",
     "HttpClient",
@@ -55,6 +61,7 @@ __all__ = [
     "SUCCESS_CAP",
     "WATCHDOG",
     "backoff",
+    "bypasses_proxy",
     "encode_body",
     "fresh_claim",
     "health_reason",

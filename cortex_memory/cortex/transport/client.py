@@ -1,10 +1,13 @@
 """``HttpClient``: the one HTTP client both CortexDB wires use (engine.md §5).
 
 Construction (:class:`HttpClient`) parses and checks the endpoint, the
-credential and the host's default headers, each failure its own
-``ConfigError``. A client and its copies (``copy.copy``, :meth:`HttpClient.with_timing`,
+credential, the host's default headers and the network options (the proxy,
+from ``network=`` or the environment, and the TLS settings; see :mod:`.proxy`
+and :mod:`.tls`), each failure its own ``ConfigError``. A client and its
+copies (``copy.copy``, :meth:`HttpClient.with_timing`,
 :meth:`HttpClient.with_default_headers`) form a *family* that shares the
-urllib3 pool, the actor cache and the rate-limit pause.
+urllib3 pool (and so the proxy and TLS settings), the actor cache and the
+rate-limit pause.
 
 Call modes (each takes an optional ``deadline``: seconds, or a
 :class:`~cortex_memory.cortex.timing.Deadline` shared by a whole operation):
@@ -34,13 +37,15 @@ importable from here too).
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import replace
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from cortex_memory.cortex.credential import CortexCredential
+from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
 from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.actor import ActorState
-from cortex_memory.cortex.transport.endpoint import parse_endpoint
+from cortex_memory.cortex.transport.endpoint import Endpoint, is_loopback_host, parse_endpoint
 from cortex_memory.cortex.transport.exchange import Exchange, Family
 from cortex_memory.cortex.transport.failure import (
     AUTHORIZATION_STATE_CHANGED,
@@ -49,8 +54,15 @@ from cortex_memory.cortex.transport.failure import (
 )
 from cortex_memory.cortex.transport.headers import check_default_headers
 from cortex_memory.cortex.transport.keys import fresh_claim
+from cortex_memory.cortex.transport.proxy import (
+    Proxy,
+    parse_proxy,
+    proxy_from_environment,
+    proxy_route_check,
+)
 from cortex_memory.cortex.transport.response import Body, Response, encode_body
 from cortex_memory.cortex.transport.text import is_header_value, trim
+from cortex_memory.cortex.transport.tls import Tls, tls_settings
 from cortex_memory.cortex.wire import CortexWire
 from cortex_memory.errors import ConfigError, UnavailableError
 
@@ -75,6 +87,39 @@ def backoff(attempt: int, base: float) -> float:
     return base * (1 << (attempt - 1))
 
 
+def _route(endpoint: Endpoint, network: Network) -> Tuple[Optional[Proxy], Optional[Tls]]:
+    """The proxy and TLS settings of a new client (the environment is read now)."""
+    env = os.environ
+    proxy: Optional[Proxy]
+    if network.proxy_from_environment:
+        proxy = proxy_from_environment(endpoint, env)
+    elif isinstance(network.proxy, str):
+        proxy = parse_proxy(network.proxy, "Network.proxy")
+    else:
+        proxy = None
+    proxy_route_check(proxy, endpoint)
+    if proxy is not None:
+        # Host and port only: the proxy URL may carry a password.
+        logger.debug(
+            "requests to %s go through the proxy %s (%s)", endpoint.host, proxy.shown, proxy.source
+        )
+    local_only = is_loopback_host(endpoint.host) and (proxy is None or proxy.loopback)
+    tls = tls_settings(
+        ca_certs=_text(network.ca_certs),
+        client_cert=_text(network.client_cert),
+        client_key=_text(network.client_key),
+        ssl_context=network.ssl_context,
+        uses_tls=endpoint.scheme == "https" or (proxy is not None and proxy.scheme == "https"),
+        local_only=local_only,
+        env=env,
+    )
+    return proxy, tls
+
+
+def _text(path: PathSetting) -> Optional[str]:
+    return None if path is None else os.fspath(path)
+
+
 class HttpClient(Exchange):
     """The HTTP client of one CortexDB engine family (see the module docs).
 
@@ -92,6 +137,7 @@ class HttpClient(Exchange):
         *,
         timing: Optional[Timing] = None,
         default_headers: Optional[Mapping[str, str]] = None,
+        network: Optional[Network] = None,
     ) -> None:
         if not isinstance(wire, CortexWire):
             raise TypeError(f"wire must be a CortexWire, not {type(wire).__name__}")
@@ -106,10 +152,13 @@ class HttpClient(Exchange):
         if credential.is_static and not trim(credential.bearer()):
             raise ConfigError("the API key must not be empty")
         self._credential = credential
+        if network is not None and not isinstance(network, Network):
+            raise TypeError(f"network must be a Network, not {type(network).__name__}")
         self._timing = timing if timing is not None else Timing()
         self._defaults = check_default_headers(default_headers or {})
+        proxy, tls = _route(self._endpoint, network if network is not None else DEFAULT_NETWORK)
         try:
-            self._family = Family()
+            self._family = Family(self._endpoint, proxy, tls)
         except Exception as exc:
             raise ConfigError("HTTP client could not be built") from exc
 
@@ -139,6 +188,12 @@ class HttpClient(Exchange):
     def timing(self) -> Timing:
         """The timings in use."""
         return self._timing
+
+    @property
+    def proxy(self) -> Optional[str]:
+        """The proxy in use (``scheme://host:port``, never credentials), or ``None``."""
+        proxy = self._family.proxy
+        return None if proxy is None else proxy.url
 
     @property
     def default_headers(self) -> Dict[str, str]:
@@ -189,7 +244,9 @@ class HttpClient(Exchange):
         self.close()
 
     def __repr__(self) -> str:
-        return f"HttpClient(wire={self._wire.id!r}, endpoint={self._endpoint.origin!r})"
+        shown = f"HttpClient(wire={self._wire.id!r}, endpoint={self._endpoint.origin!r}"
+        proxy = self._family.proxy
+        return shown + (")" if proxy is None else f", proxy={proxy.url!r})")
 
     # -- call modes ----------------------------------------------------------------------
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.timing import Deadline, Timing
@@ -49,7 +48,9 @@ from cortex_memory.cortex.transport.failure import (
 )
 from cortex_memory.cortex.transport.pause import RateLimitPause
 from cortex_memory.cortex.transport.pool import new_pool_manager, no_retries
+from cortex_memory.cortex.transport.proxy import Proxy, proxy_auth_failure, proxy_failure
 from cortex_memory.cortex.transport.response import Body, Response, decode_data, encode_body
+from cortex_memory.cortex.transport.tls import Tls
 from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
 from cortex_memory.cortex.wire import CortexWire, Route
 from cortex_memory.errors import EngineError, Error, UnavailableError
@@ -79,39 +80,48 @@ _URLLIB3: Any = None
 
 
 class Family:
-    """What a client shares with its copies: the urllib3 pool, the actor cache, the pause."""
+    """What a client shares with its copies: the urllib3 pool, the actor cache, the pause.
 
-    __slots__ = ("_lock", "_origins", "actor", "pause", "pool")
+    A family serves one endpoint (copies never change it), so the pool key of
+    its one origin is computed here, once: building the key is most of the
+    cost of ``connection_from_host`` (several microseconds a request). The
+    origin is the endpoint's, or the proxy's when an ``http`` endpoint goes
+    through a forwarding proxy; ``prefix`` is what a request target starts with
+    (the endpoint's path, or its whole base URL for a forwarding proxy).
+    """
 
-    def __init__(self) -> None:
-        self.pool = new_pool_manager()
+    __slots__ = ("_context", "_key", "actor", "forwarding", "pause", "pool", "prefix", "proxy")
+
+    def __init__(
+        self, endpoint: Endpoint, proxy: Optional[Proxy] = None, tls: Optional[Tls] = None
+    ) -> None:
+        self.pool = new_pool_manager(proxy, tls)
+        self.proxy = proxy
         self.actor = ActorCache()
         self.pause = RateLimitPause()
-        self._lock = threading.Lock()
-        self._origins: Dict[Tuple[str, str, int], Tuple[Any, Dict[str, Any]]] = {}
+        # A plain-http endpoint's requests are forwarded: the proxy is their origin.
+        self.forwarding = proxy if endpoint.scheme == "http" else None
+        if self.forwarding is not None:
+            forwarding = self.forwarding
+            scheme, host, port = forwarding.scheme, forwarding.host, forwarding.port
+            self.prefix = endpoint.base
+        else:
+            scheme, host, port = endpoint.scheme, endpoint.host, endpoint.port
+            self.prefix = endpoint.path
+        # What connection_from_host puts in its request context.
+        context = dict(self.pool.connection_pool_kw)
+        context.update(scheme=scheme, port=port, host=host)
+        self._key = self.pool.key_fn_by_scheme[scheme](context)
+        self._context = context
 
-    def connections(self, endpoint: Endpoint) -> Any:
-        """urllib3's connection pool for the endpoint's origin.
+    def connections(self) -> Any:
+        """urllib3's connection pool for the family's origin (``connection_from_host``'s).
 
-        The same pool ``self.pool.connection_from_host(host, port=, scheme=)``
-        gives, looked up by a pool key computed once per origin: building the key
-        is most of the cost of ``connection_from_host`` (several microseconds a
-        request). The pool manager still owns its pools (a cleared or evicted
-        pool is built again from the same context).
+        The pool manager still owns its pools: a cleared or evicted pool is
+        built again from the same context.
         """
-        origin = (endpoint.scheme, endpoint.host, endpoint.port)
-        with self._lock:
-            known = self._origins.get(origin)
-        if known is None:
-            # What connection_from_host puts in its request context.
-            context = dict(self.pool.connection_pool_kw)
-            context.update(scheme=endpoint.scheme, port=endpoint.port, host=endpoint.host)
-            known = (self.pool.key_fn_by_scheme[endpoint.scheme.lower()](context), context)
-            with self._lock:
-                self._origins[origin] = known
-        key, context = known
         # A missing pool is built from a copy: building one alters the context.
-        return self.pool.connection_from_pool_key(key, request_context=dict(context))
+        return self.pool.connection_from_pool_key(self._key, request_context=dict(self._context))
 
 
 class Exchange:
@@ -139,12 +149,13 @@ class Exchange:
         except (TypeError, ValueError) as exc:
             raise build_failure(self._endpoint.host) from exc
 
-    def _url(self, route: str) -> str:
+    def _relative(self, route: str) -> str:
+        """The route as a checked relative reference (joined to the endpoint's base)."""
         relative = route.lstrip("/")
         if _ROUTE.fullmatch(relative) is None:
             shown = _SHOWN_ROUTE.sub("?", strip_query(relative))[:100]
             raise EngineError(f"API path `{shown}` is invalid")
-        return self._endpoint.base + relative
+        return relative
 
     def _attempt(
         self,
@@ -162,8 +173,9 @@ class Exchange:
         if not isinstance(route, str):
             raise TypeError(f"route must be a str, not {type(route).__name__}")
         where = self._where(route)
-        self._family.pause.wait(deadline, where)
-        url = self._url(route)
+        family = self._family
+        family.pause.wait(deadline, where)
+        relative = self._relative(route)
         headers = {"Authorization": authorization(self._credential)}
         headers.update(self._defaults)
         headers["Accept-Encoding"] = "identity"
@@ -189,16 +201,14 @@ class Exchange:
         connect = min(self._timing.connect_timeout, seconds)
         timeout = _urllib3().Timeout(connect=connect, read=seconds)
 
-        endpoint = self._endpoint
         watch = WATCHDOG.arm(seconds)
         try:
             try:
                 # The pool for our one origin, then the request target: this skips
                 # PoolManager.urlopen parsing the whole URL again on every request.
-                pool = self._family.connections(endpoint)
-                response = pool.urlopen(
+                response = family.connections().urlopen(
                     method,
-                    endpoint.path + url[len(endpoint.base) :],
+                    family.prefix + relative,
                     body=payload,
                     headers=headers,
                     retries=no_retries(),
@@ -219,8 +229,12 @@ class Exchange:
                     raise
                 if watch.expired():
                     raise self._timed_out(deadline, by_deadline, where, None) from exc
-                relative = url[len(endpoint.base) :]
-                hide = (url, endpoint.path + relative, relative)
+                endpoint = self._endpoint
+                hide = (endpoint.base + relative, endpoint.path + relative, relative)
+                if family.proxy is not None and isinstance(exc, _urllib3().exceptions.ProxyError):
+                    raise proxy_failure(
+                        exc, family.proxy, host=endpoint.host, hide=hide
+                    ) from exc
                 raise transport_failure(exc, host=endpoint.host, hide=hide) from exc
             WATCHDOG.follow(watch, response)
             return self._answer(response, watch, route, where, deadline, by_deadline, read, parse)
@@ -250,6 +264,11 @@ class Exchange:
         status = int(response.status)
         ok = 200 <= status < 300
         if not ok:
+            if status == 407 and self._family.forwarding is not None:
+                # A forwarding proxy wants credentials. (Through a tunnel, a CONNECT 407
+                # is a ProxyError, and a 407 is the endpoint's own answer.)
+                discard(response)
+                raise proxy_auth_failure(self._family.forwarding, self._endpoint.host)
             if status in (401, 403):
                 self._family.actor.reset()
             elif status == 429:

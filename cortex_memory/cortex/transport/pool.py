@@ -13,7 +13,15 @@ ways, both inside ``request()``:
   :data:`JOINED_BODY` bytes), which spares a system call and a segment per
   write. The bytes on the wire are the same.
 
-TLS is urllib3's default (verification on); nothing here can turn it off.
+A connection is also attached to the watchdog when it connects, so a stalled
+TLS handshake or proxy ``CONNECT`` ends with the exchange too.
+
+With a proxy the manager is a ``urllib3.ProxyManager`` (``CONNECT`` tunnels for
+``https`` endpoints, forwarding for ``http`` ones; :mod:`.proxy`), with the same
+connection classes. TLS is urllib3's default (verification on) unless the
+client has TLS settings (:mod:`.tls`): then their context serves the endpoint
+and an ``https`` proxy, and ``cert_reqs`` is forced to ``CERT_REQUIRED`` unless
+every hop is loopback.
 
 urllib3 is imported when the first pool is built, not when this module is:
 importing urllib3 probes for IPv6 with a socket, and importing
@@ -30,6 +38,9 @@ from cortex_memory.cortex.transport.watchdog import WATCHDOG
 if TYPE_CHECKING:  # pragma: no cover
     import urllib3
     from urllib3.connection import HTTPConnection as _Connection
+
+    from cortex_memory.cortex.transport.proxy import Proxy
+    from cortex_memory.cortex.transport.tls import Tls
 else:
     # urllib3 is not imported here (see above); the mixin's methods reach
     # urllib3's through super() once it is mixed into urllib3's classes.
@@ -85,6 +96,11 @@ class _JoinedWrites(_Connection):
         finally:
             self._holding = False
             self._head = None
+
+    def connect(self) -> None:
+        # Covers the TCP connect, a proxy CONNECT and the TLS handshake.
+        WATCHDOG.attach(self)
+        super().connect()
 
     def send(self, data: Any) -> None:
         if self._holding:
@@ -145,12 +161,36 @@ def no_retries() -> Any:
     return _no_retries
 
 
-def new_pool_manager() -> urllib3.PoolManager:
-    """A pool manager with our retry policy (none), no redirects and watched connections."""
+def new_pool_manager(
+    proxy: Optional[Proxy] = None, tls: Optional[Tls] = None
+) -> urllib3.PoolManager:
+    """A pool manager with our retry policy (none), no redirects and watched connections.
+
+    ``proxy`` makes it a ``ProxyManager`` (the URL without credentials; any
+    ``Proxy-Authorization`` goes in the proxy headers); ``tls`` sets the context.
+    """
     import urllib3
 
-    manager = urllib3.PoolManager(
-        num_pools=10, maxsize=POOL_MAXSIZE, block=False, retries=no_retries()
-    )
+    options: Dict[str, Any] = {}
+    if tls is not None:
+        options["ssl_context"] = tls.context
+        if tls.enforce:
+            options["cert_reqs"] = "CERT_REQUIRED"
+    manager: urllib3.PoolManager
+    if proxy is None:
+        manager = urllib3.PoolManager(
+            num_pools=10, maxsize=POOL_MAXSIZE, block=False, retries=no_retries(), **options
+        )
+    else:
+        manager = urllib3.ProxyManager(
+            proxy.url,
+            num_pools=10,
+            proxy_headers=dict(proxy.headers),
+            proxy_ssl_context=tls.context if tls is not None else None,
+            maxsize=POOL_MAXSIZE,
+            block=False,
+            retries=no_retries(),
+            **options,
+        )
     manager.pool_classes_by_scheme = _watched_pool_classes()
     return manager

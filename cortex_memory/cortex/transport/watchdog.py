@@ -14,13 +14,14 @@ interpreter alive), exits by itself after a while with nothing to watch, and
 watch stays in the heap until its time comes or the heap is compacted, so the
 thread is woken only when a new watch ends before the one it sleeps towards.
 
-The connection is attached by the transport's connection classes from inside
-urllib3's ``request()`` (see :mod:`.pool`): the thread that arms a watch is
-the thread that sends the request, so a thread-local "current watch" joins them.
+The connection is attached by the transport's connection classes when it
+connects and from inside urllib3's ``request()`` (see :mod:`.pool`): the
+thread that arms a watch is the thread that sends the request, so a
+thread-local "current watch" joins them.
 
-The TCP connect and a TLS handshake are bounded by the connect timeout per
-socket operation; the watch covers the exchange from the request on, and a
-watch that fires before the socket exists keeps checking until it does.
+The watch covers the TLS handshake and a proxy's ``CONNECT`` exchange too
+(each socket operation of the connect is also bounded by the connect timeout);
+a watch that fires before the socket exists keeps checking until it does.
 """
 
 from __future__ import annotations
