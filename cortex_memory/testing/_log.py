@@ -12,6 +12,7 @@ import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from cortex_memory.testing._gate import check_scope_types
+from cortex_memory.testing._index import EventIndex
 from cortex_memory.testing._reply import UPSTREAM, Refusal
 
 __all__ = ["MAX_EVENT_BYTES", "RECORDED_AT", "EventLog", "flattened_text", "query_words"]
@@ -111,6 +112,8 @@ class EventLog:
         self.claims: Set[str] = set()
         self._next_event = 0
         self._next_pack = 0
+        # Narrowed reads cost what they return, not the size of the log (_index.py).
+        self._index = EventIndex()
 
     def __repr__(self) -> str:
         return f"EventLog(events={len(self.events)}, packs={len(self.packs)})"
@@ -125,10 +128,8 @@ class EventLog:
     def all_indexed(self, event_ids: Iterable[str], now: float) -> bool:
         """True when every named event that is still held is indexed."""
         with self.lock:
-            wanted = set(event_ids)
-            return all(
-                self.is_indexed(event, now) for event in self.events if event.get("id") in wanted
-            )
+            held = self._index.named(self.events, set(event_ids))
+            return all(self.is_indexed(event, now) for event in held)
 
     # -- append (§6.2) -------------------------------------------------------------------
 
@@ -182,7 +183,7 @@ class EventLog:
         with self.lock:
             return [
                 event
-                for event in reversed(self.events)
+                for event in self._index.newest_first(self.events, scope, pieces)
                 if event.get("scope") == scope
                 and self.is_indexed(event, now)
                 and labels_match(event, pieces)
@@ -202,9 +203,15 @@ class EventLog:
         """Recall selection (§6.8): scored events and matching beliefs."""
         words = query_words(query)
         with self.lock:
+            # `descend` reaches every scope below: only then is the whole log read.
+            candidates = (
+                reversed(self.events)
+                if view == "descend"
+                else self._index.newest_first(self.events, scope, pieces)
+            )
             chosen = [
                 event
-                for event in reversed(self.events)
+                for event in candidates
                 if in_view(event.get("scope"), scope, view)
                 and self.is_indexed(event, now)
                 and labels_match(event, pieces)
@@ -225,7 +232,7 @@ class EventLog:
     def scopes_holding_events(self) -> List[str]:
         """Every scope holding at least one event (indexed or not), sorted."""
         with self.lock:
-            return sorted({e["scope"] for e in self.events if isinstance(e.get("scope"), str)})
+            return sorted(self._index.scopes(self.events))
 
     def scopes_matching(self, prefix: str, *, string_prefix: bool = False) -> List[str]:
         """Scopes holding events that a scope-listing prefix matches (§6.7 step 2)."""
@@ -284,7 +291,8 @@ class EventLog:
         scope = body.get("scope")
         requested = 0 if confirm_all else len(raw_ids)
         with self.lock:
-            in_scope = [e for e in self.events if e.get("scope") == scope]
+            held = self._index.newest_first(self.events, scope) if isinstance(scope, str) else []
+            in_scope = [e for e in reversed(held) if e.get("scope") == scope]
             deleted = 0
             if cascade == "derived_only":
                 named = {e["id"] for e in in_scope} if confirm_all else set(ids)
@@ -349,7 +357,9 @@ class EventLog:
         with self.lock:
             have = {b.get("source") for b in self.beliefs}
             scanned = [
-                e for e in self.events if e.get("scope") == scope and self.is_indexed(e, now)
+                e
+                for e in reversed(self._index.newest_first(self.events, scope))
+                if e.get("scope") == scope and self.is_indexed(e, now)
             ]
             built = 0
             for event in scanned:
