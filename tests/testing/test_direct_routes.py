@@ -111,16 +111,31 @@ def test_fail_all_persists_until_none(direct) -> None:
 # -- whoami, health, version ---------------------------------------------------------------
 
 
-def test_whoami_is_outside_the_gate(direct) -> None:
+def test_whoami_is_outside_the_gate_but_checks_the_bearer(direct) -> None:
     direct.state.fail_all = (503, "UNAVAILABLE")
-    answer = direct.get("/v1/auth/whoami", token=None)
+    answer = direct.get("/v1/auth/whoami")
     assert (answer.status, answer.json["error_code"]) == (404, "NOT_FOUND")
     direct.state.whoami_caller = "user:local"
-    answer = direct.get("/v1/auth/whoami", token=None)
+    answer = direct.get("/v1/auth/whoami")
     assert answer.status == 200
     assert answer.json == {"caller": "user:local", "tenant_id": "tenant_test"}
-    assert direct.state.requests() == []
-    assert direct.state.counters["whoami_calls"] == 2
+    # Like every route of the real service, whoami refuses a missing or wrong bearer.
+    missing = direct.get("/v1/auth/whoami", token=None)
+    assert (missing.status, missing.json["error_code"]) == (401, "MISSING_TOKEN")
+    direct.state.accept_token = "the-key"
+    wrong = direct.get("/v1/auth/whoami", token="another-key")
+    assert (wrong.status, wrong.json["error_code"]) == (401, "INVALID_TOKEN_SIGNATURE")
+    assert "another-key" not in json.dumps(wrong.json)
+    right = direct.get("/v1/auth/whoami", token="the-key")
+    assert right.json["caller"] == "user:local"
+    direct.state.whoami_caller = None  # a pre-actor server: 404 only past the bearer check
+    assert direct.get("/v1/auth/whoami", token="another-key").status == 401
+    assert direct.get("/v1/auth/whoami", token="the-key").status == 404
+    legacy = direct.state
+    legacy.real_auth_codes = False
+    assert direct.get("/v1/auth/whoami", token=None).json["error_code"] == "UNAUTHORIZED"
+    assert direct.state.requests() == []  # never recorded, never gated by fail_all
+    assert direct.state.counters["whoami_calls"] == 8
 
 
 def test_whoami_knobs(make_wire) -> None:
