@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from cortex_memory.testing import TEST_TOKEN
+from cortex_memory.testing._reads import context_block
 
 EXPERIENCE = "/v1/experience"
 
@@ -439,7 +440,12 @@ def test_recall_shape_scoring_and_context_block(direct) -> None:
     texts = [e["content"]["text"] for e in body["layers"]["events"]]
     # Both words score 1 each here; ties stay newest first; "Rust" scores 0 and is dropped.
     assert texts == ["you use helix", "which editor do I use"]
-    assert body["context_block"] == "[assistant] you use helix\n[user] which editor do I use"
+    # The format the official clients parse: entries separated by a line "---", each
+    # headed "[<timestamp> UTC] [<role>]" (here recorded_at: no observed_at was sent).
+    assert body["context_block"] == (
+        "[2026-09-02 00:00:00 UTC] [assistant]\nyou use helix\n---\n"
+        "[2026-09-02 00:00:00 UTC] [user]\nwhich editor do I use"
+    )
     assert body["layers"]["beliefs"] == []
     descend = direct.recall({"scope": "app:a", "query": "helix editor", "view": "descend"})
     top = descend.json["layers"]["events"][0]
@@ -447,6 +453,19 @@ def test_recall_shape_scoring_and_context_block(direct) -> None:
     assert descend.json["pack_id"] == "pack_2"
     assert direct.state.counters["packs_issued"] == 2
     assert len(direct.state.seen.recalls) == 2
+
+
+def test_context_block_stamps_observed_at_in_utc_and_names_each_role(direct) -> None:
+    direct.write("app:a", "noted at noon", context={"observed_at": "2026-03-01T12:00:00+02:00"})
+    direct.write("app:a", "precise", context={"observed_at": "2026-03-01T23:59:59.123456789Z"})
+    direct.write("app:a", "no role, odd time", role=None, context={"observed_at": "soon"})
+    block = direct.recall({"scope": "app:a"}).json["context_block"]
+    assert block.split("\n---\n") == [
+        "[2026-09-02 00:00:00 UTC] [event]\nno role, odd time",
+        "[2026-03-01 23:59:59 UTC] [user]\nprecise",
+        "[2026-03-01 10:00:00 UTC] [user]\nnoted at noon",
+    ]
+    assert context_block([]) == ""
 
 
 def test_recall_words_labels_and_limits(direct) -> None:
