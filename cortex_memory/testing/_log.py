@@ -11,6 +11,7 @@ import json
 import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from cortex_memory.testing._beliefs import belief_matches, belief_of
 from cortex_memory.testing._gate import check_scope_types
 from cortex_memory.testing._index import EventIndex
 from cortex_memory.testing._reply import UPSTREAM, Refusal
@@ -19,7 +20,6 @@ __all__ = ["MAX_EVENT_BYTES", "RECORDED_AT", "EventLog", "flattened_text", "quer
 
 MAX_EVENT_BYTES = 1_048_576
 RECORDED_AT = "2026-09-02T00:00:00Z"
-_BELIEF_VALID_FROM = "2026-09-01T09:00:00Z"
 _CASCADES = ("derived_only", "redact_events")
 
 Event = Dict[str, Any]
@@ -78,23 +78,6 @@ def labels_match(event: Event, pieces: Sequence[str]) -> bool:
     if not isinstance(labels, list):
         return False
     return any(piece in labels for piece in pieces)
-
-
-def belief_text(event: Event) -> str:
-    """The event's own text: v3 `content.text`, or the `text` of a v2 JSON envelope."""
-    content = event.get("content")
-    text = content.get("text") if isinstance(content, dict) else None
-    if not isinstance(text, str):
-        return ""
-    if text.startswith("{"):
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            return text
-        inner = parsed.get("text") if isinstance(parsed, dict) else None
-        if isinstance(inner, str) and parsed.get("v") == 2:
-            return inner
-    return text
 
 
 class EventLog:
@@ -226,7 +209,7 @@ class EventLog:
         if event_limit is not None:
             events = events[: max(event_limit, 0)]
         if words:
-            beliefs = [b for b in beliefs if _belief_matches(b, words)]
+            beliefs = [b for b in beliefs if belief_matches(b, words)]
         return events, beliefs[: max(belief_limit, 0)]
 
     def scopes_holding_events(self) -> List[str]:
@@ -365,7 +348,7 @@ class EventLog:
             for event in scanned:
                 if event["id"] in have:
                     continue
-                self.beliefs.append(_belief(event))
+                self.beliefs.append(belief_of(event))
                 built += 1
             return built, len(scanned)
 
@@ -401,24 +384,3 @@ def _score(event: Event, words: Sequence[str]) -> int:
     text = content.get("text") if isinstance(content, dict) else None
     lowered = text.lower() if isinstance(text, str) else ""
     return sum(1 for word in words if word in lowered)
-
-
-def _belief_matches(belief: Dict[str, Any], words: Sequence[str]) -> bool:
-    whole = json.dumps(belief, ensure_ascii=False).lower()
-    return any(word in whole for word in words)
-
-
-def _belief(event: Event) -> Dict[str, Any]:
-    return {
-        "id": f"belief_{event['id']}",
-        "scope": event.get("scope"),
-        "source": event["id"],
-        "claim": {
-            "subject": {"id": "ent_user", "name": "user"},
-            "predicate": "said",
-            "object": {"datatype": "string", "value": belief_text(event)},
-        },
-        "stance": "supported",
-        "confidence": 0.9,
-        "valid_from": _BELIEF_VALID_FROM,
-    }
