@@ -76,6 +76,8 @@ BENCHMARKS = (
           quick_args=("--small",)),
     Bench("B8", "b8_retrieval", "local retrieval quality (LoCoMo format) vs raw FTS5",
           "hybrid@10 >= FTS5 (+0.10 semantic), >= its parts; answers >= 0.5"),
+    Bench("B9", "b9_store_scale", "one default store() at 100/1000/10000 events in its scope",
+          "growth exponent <= 0.05: requests, bytes, CPU"),
 )  # fmt: skip
 
 

@@ -23,7 +23,8 @@ Results go to stdout; notes and errors go to stderr as ``cortex-memory:
 <message>``. Exit status: see :data:`EXIT_CODES` (0 success, 1 failure or
 engine down, 2 usage, 3 configuration, 4 invalid request, 5 unauthorized,
 6 not found, 7 conflict, 8 unavailable, 9 unsupported, 10 engine error,
-130 interrupted).
+130 interrupted); ``health`` exits 0 only when ok: 5 for a rejected
+credential, 8 when unreachable or degraded, 1 when down otherwise.
 
 Subcommands are declared in one table (:data:`COMMANDS`); adding one (such
 as an ``mcp`` server command) is one :class:`Command` entry.
@@ -81,7 +82,7 @@ _EPILOG = (
     "environment: CORTEX_MEMORY_API_KEY (cortexdb), CORTEX_MEMORY_TINYHUMANS_TOKEN "
     "(tinyhumans). Exit status: 0 ok, 1 failure, 2 usage, 3 config, 4 invalid request, "
     "5 unauthorized, 6 not found, 7 conflict, 8 unavailable (retry later), "
-    "9 unsupported, 10 engine error."
+    "9 unsupported, 10 engine error; health: 0 only when ok (5 key rejected, 8 unreachable)."
 )
 
 

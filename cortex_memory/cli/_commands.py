@@ -28,7 +28,7 @@ from cortex_memory.cli._render import (
     receipt_line,
 )
 from cortex_memory.cli._select import UsageError
-from cortex_memory.contract.descriptor import HealthState
+from cortex_memory.contract.descriptor import EngineHealth, HealthState
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.forget import ForgetTarget
 from cortex_memory.contract.items import (
@@ -49,13 +49,26 @@ from cortex_memory.contract.requests import (
     RecallRequest,
     WaitFor,
 )
-from cortex_memory.errors import InvalidRequestError
+from cortex_memory.errors import InvalidRequestError, UnauthorizedError
 
-__all__ = ["COMMANDS", "EXIT_DOWN", "EXIT_NOT_FOUND", "read_input"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_DOWN",
+    "EXIT_NOT_FOUND",
+    "EXIT_UNAUTHORIZED",
+    "EXIT_UNAVAILABLE",
+    "health_status",
+    "read_input",
+]
 
 #: ``health`` when the engine is down; ``get`` when an asked id is not held.
 EXIT_DOWN = 1
 EXIT_NOT_FOUND = 6
+#: ``health`` when the credential was rejected (the status of ``UnauthorizedError``).
+EXIT_UNAUTHORIZED = 5
+#: ``health`` when the engine is degraded: unreachable, timed out or answering 5xx
+#: (the status of ``UnavailableError``: retry later).
+EXIT_UNAVAILABLE = 8
 
 # Input read by `store` is held in memory whole; this bounds a wrong path or
 # an endless pipe.
@@ -355,6 +368,18 @@ def _configure_nothing(p: argparse.ArgumentParser) -> None:
     """No options of its own."""
 
 
+def health_status(health: EngineHealth) -> int:
+    """The exit status of ``health``: 0 ok; 8 degraded (unreachable, timed out, 5xx); down: 5
+    when the credential was rejected (the reason starts ``unauthorized: ``), else 1."""
+    if health.state is HealthState.OK:
+        return 0
+    if health.state is HealthState.DEGRADED:
+        return EXIT_UNAVAILABLE
+    if (health.reason or "").startswith(UnauthorizedError.prefix):
+        return EXIT_UNAUTHORIZED
+    return EXIT_DOWN
+
+
 def _run_health(ctx: Context) -> int:
     engine: MemoryEngine
     with ctx.open_engine() as engine:
@@ -364,7 +389,7 @@ def _run_health(ctx: Context) -> int:
         ctx.console.json(health.to_json())
     else:
         ctx.console.out(health_line(engine_id, health))
-    return EXIT_DOWN if health.state is HealthState.DOWN else 0
+    return health_status(health)
 
 
 def _run_engines(ctx: Context) -> int:
@@ -388,7 +413,8 @@ COMMANDS = (
     Command("recall", "answer a question from memory, with citations", _configure_recall,
             _run_recall),
     Command("forget", "forget items by id or by filter", _configure_forget, _run_forget),
-    Command("health", "check that the engine serves (exit 1 when down)", _configure_nothing,
+    Command("health", "check that the engine serves with this credential (exit 0 only when ok)",
+            _configure_nothing,
             _run_health),
     Command("engines", "list the engines this build offers", _configure_nothing, _run_engines),
 )

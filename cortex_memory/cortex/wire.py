@@ -150,10 +150,14 @@ class CortexWire(enum.Enum):
         return path
 
     def health_route(self) -> str:
-        """The health probe (with its query): Direct's health route; hosted, a scope listing."""
-        if self.hosted:
-            return "memory/scopes?prefix=tmh%3Aprobe&limit=1"
-        return self.route(Route.HEALTH)
+        """The authenticated health probe (with its query): one scope listed under ``tmh:probe``.
+
+        Hosted health always sends it (the hosted API has no health route). Direct
+        health proves the key with whoami and sends this only to a server from before
+        the actor model (no whoami): its own ``v1/admin/health`` is public, so it
+        cannot tell a wrong key.
+        """
+        return f"{self.route(Route.SCOPES)}?prefix=tmh%3Aprobe&limit=1"
 
     def __repr__(self) -> str:
         return f"CortexWire.{self.name}"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Dict
 from urllib.parse import unquote
 
 from cortex_memory.testing import _reads, _writes
-from cortex_memory.testing._gate import check_scope_types, direct_failure_body
+from cortex_memory.testing._gate import check_bearer, check_scope_types, direct_failure_body
 from cortex_memory.testing._reply import Refusal, Reply, Request
 from cortex_memory.testing._routing import Route, RouteTable
 from cortex_memory.testing._server import BaseDouble
@@ -33,10 +33,17 @@ _VERSION_DETAIL = {
 
 
 def whoami(double: BaseDouble, request: Request) -> Reply:
-    """`GET /v1/auth/whoami`: not gated, not recorded, counted in `whoami_calls`."""
+    """`GET /v1/auth/whoami`: outside the gate (not recorded, no `fail_all`, no actor check),
+    counted in `whoami_calls`, but the bearer is checked first, as on every route of the
+    real service: a missing or rejected bearer is 401 (gate steps 3 and 4).
+    """
     state = double.state
     with state.lock:
         state.bump("whoami_calls")
+        try:
+            check_bearer(state, request, hosted=False)
+        except Refusal as refusal:
+            return _failure_reply(state, refusal, request.number)
         if state.whoami_fails is not None:
             failure = Refusal.from_knob(state.whoami_fails)
             return _failure_reply(state, failure, request.number)

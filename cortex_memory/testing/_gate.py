@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RATE_LIMIT_MESSAGE",
+    "check_bearer",
     "check_grammar",
     "check_scope_types",
     "direct_failure_body",
@@ -88,7 +89,7 @@ def gate(state: DoubleState, request: Request, *, hosted: bool, public: bool = F
         record(state, request)
         token = ""
         if not (public and not hosted and state.public_admin):
-            token = _check_bearer(state, request, hosted=hosted)
+            token = check_bearer(state, request, hosted=hosted)
             caller = state.whoami_caller
             checked = not hosted and caller is not None and state.check_actor
             if checked and request.headers.get("x-cortex-actor") != caller:
@@ -100,7 +101,12 @@ def gate(state: DoubleState, request: Request, *, hosted: bool, public: bool = F
         return token
 
 
-def _check_bearer(state: DoubleState, request: Request, *, hosted: bool) -> str:
+def check_bearer(state: DoubleState, request: Request, *, hosted: bool) -> str:
+    """Gate steps 3 and 4: the bearer token, or `Refusal` 401 (missing, or not `accept_token`).
+
+    Whoami runs these steps too (outside the rest of the gate), as the real service
+    checks the bearer of every route but its public admin ones.
+    """
     header = request.headers.get("authorization", "")
     token = header[len("Bearer ") :] if header.startswith("Bearer ") else ""
     real_codes = not hosted and state.real_auth_codes

@@ -40,10 +40,12 @@ BEHAVIOURS = (
     "header_injection",
     "redirect_elsewhere",
     "gzip_body",
+    "echo_credential",
 )
 """Every behaviour :class:`HostileServer` knows."""
 
 _RESPONSE_FORMS = ("bare_lf", "obs_fold", "nul", "long_line", "many_headers")
+_ECHO_FORMS = ("json", "text", "upper")
 
 
 class HostileServer(RawServer):
@@ -66,6 +68,13 @@ class HostileServer(RawServer):
     ``redirect_elsewhere``    ``location``: a 307 pointing there
     ``gzip_body``             ``size`` decoded bytes (a JSON document), gzip-compressed,
                               whatever ``Accept-Encoding`` said
+    ``echo_credential``       ``form="json"``: the request's bearer echoed back in the headers
+                              (``WWW-Authenticate``, ``X-Echo-Authorization``) and in the body:
+                              ``json`` an error object in the shape of the path's wire
+                              (``/memory/``: ``{success: false, error, errorCode}``, else
+                              ``{error_code, message, request_id}``), every text field
+                              holding the token; ``text`` a plain-text page; ``upper`` the
+                              JSON with the token upper-cased
     ========================  =================================================================
 
     ``status`` (default 200) is the status of every answer that has one.
@@ -102,6 +111,8 @@ class HostileServer(RawServer):
                 raise ValueError("header_injection variant must be 'caller' or 'response'")
             if variant == "response" and params.get("form", "long_line") not in _RESPONSE_FORMS:
                 raise ValueError(f"header_injection form must be one of {_RESPONSE_FORMS}")
+        if behaviour == "echo_credential" and params.get("form", "json") not in _ECHO_FORMS:
+            raise ValueError(f"echo_credential form must be one of {_ECHO_FORMS}")
 
     def _json_head(self, *extra: Tuple[str, str]) -> bytes:
         return head(self.status, [("Content-Type", "application/json"), *extra])
@@ -237,4 +248,39 @@ class HostileServer(RawServer):
         packed = gzip_json(size) if body is None else _gzip.compress(body)
         answer = complete(self.status, [("Content-Encoding", "gzip")], packed, "application/json")
         self._send(conn, answer)
+        return True
+
+    def _b_echo_credential(
+        self, conn: socket.socket, request: RawRequest, form: str = "json"
+    ) -> bool:
+        sent = request.header("authorization") or ""
+        token = sent[len("Bearer ") :] if sent.startswith("Bearer ") else sent
+        if form == "upper":
+            token, sent = token.upper(), sent.upper()
+        echoed = [
+            ("WWW-Authenticate", f'Bearer realm="memory", error="invalid_token", token="{token}"'),
+            ("X-Echo-Authorization", sent),
+        ]
+        if form == "text":
+            body = (
+                f"invalid token {token}\nrequest headers:\nAuthorization: {sent}\n"
+                f"Proxy-Authorization: Basic {token}\n"
+            ).encode("utf-8", "replace")
+            self._send(conn, complete(self.status, echoed, body, "text/plain"))
+            return True
+        message = f"invalid token {token}; the request said Authorization: {sent}"
+        if request.path.startswith("/memory/"):
+            error: Any = {
+                "success": False,
+                "error": {"message": message, "token": token, "header": sent},
+                "errorCode": f"BAD_TOKEN_{token}",
+            }
+        else:
+            error = {
+                "error_code": f"INVALID_{token}",
+                "message": message,
+                "request_id": token,
+                "details": {"authorization": sent},
+            }
+        self._send(conn, complete(self.status, echoed, json_bytes(error), "application/json"))
         return True

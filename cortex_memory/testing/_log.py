@@ -11,14 +11,15 @@ import json
 import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from cortex_memory.testing._beliefs import belief_matches, belief_of
 from cortex_memory.testing._gate import check_scope_types
+from cortex_memory.testing._index import EventIndex
 from cortex_memory.testing._reply import UPSTREAM, Refusal
 
 __all__ = ["MAX_EVENT_BYTES", "RECORDED_AT", "EventLog", "flattened_text", "query_words"]
 
 MAX_EVENT_BYTES = 1_048_576
 RECORDED_AT = "2026-09-02T00:00:00Z"
-_BELIEF_VALID_FROM = "2026-09-01T09:00:00Z"
 _CASCADES = ("derived_only", "redact_events")
 
 Event = Dict[str, Any]
@@ -79,23 +80,6 @@ def labels_match(event: Event, pieces: Sequence[str]) -> bool:
     return any(piece in labels for piece in pieces)
 
 
-def belief_text(event: Event) -> str:
-    """The event's own text: v3 `content.text`, or the `text` of a v2 JSON envelope."""
-    content = event.get("content")
-    text = content.get("text") if isinstance(content, dict) else None
-    if not isinstance(text, str):
-        return ""
-    if text.startswith("{"):
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            return text
-        inner = parsed.get("text") if isinstance(parsed, dict) else None
-        if isinstance(inner, str) and parsed.get("v") == 2:
-            return inner
-    return text
-
-
 class EventLog:
     """The event log with its idempotency table, beliefs, packs, claims and erasure counter."""
 
@@ -111,6 +95,8 @@ class EventLog:
         self.claims: Set[str] = set()
         self._next_event = 0
         self._next_pack = 0
+        # Narrowed reads cost what they return, not the size of the log (_index.py).
+        self._index = EventIndex()
 
     def __repr__(self) -> str:
         return f"EventLog(events={len(self.events)}, packs={len(self.packs)})"
@@ -125,10 +111,8 @@ class EventLog:
     def all_indexed(self, event_ids: Iterable[str], now: float) -> bool:
         """True when every named event that is still held is indexed."""
         with self.lock:
-            wanted = set(event_ids)
-            return all(
-                self.is_indexed(event, now) for event in self.events if event.get("id") in wanted
-            )
+            held = self._index.named(self.events, set(event_ids))
+            return all(self.is_indexed(event, now) for event in held)
 
     # -- append (§6.2) -------------------------------------------------------------------
 
@@ -182,7 +166,7 @@ class EventLog:
         with self.lock:
             return [
                 event
-                for event in reversed(self.events)
+                for event in self._index.newest_first(self.events, scope, pieces)
                 if event.get("scope") == scope
                 and self.is_indexed(event, now)
                 and labels_match(event, pieces)
@@ -202,9 +186,15 @@ class EventLog:
         """Recall selection (§6.8): scored events and matching beliefs."""
         words = query_words(query)
         with self.lock:
+            # `descend` reaches every scope below: only then is the whole log read.
+            candidates = (
+                reversed(self.events)
+                if view == "descend"
+                else self._index.newest_first(self.events, scope, pieces)
+            )
             chosen = [
                 event
-                for event in reversed(self.events)
+                for event in candidates
                 if in_view(event.get("scope"), scope, view)
                 and self.is_indexed(event, now)
                 and labels_match(event, pieces)
@@ -219,13 +209,13 @@ class EventLog:
         if event_limit is not None:
             events = events[: max(event_limit, 0)]
         if words:
-            beliefs = [b for b in beliefs if _belief_matches(b, words)]
+            beliefs = [b for b in beliefs if belief_matches(b, words)]
         return events, beliefs[: max(belief_limit, 0)]
 
     def scopes_holding_events(self) -> List[str]:
         """Every scope holding at least one event (indexed or not), sorted."""
         with self.lock:
-            return sorted({e["scope"] for e in self.events if isinstance(e.get("scope"), str)})
+            return sorted(self._index.scopes(self.events))
 
     def scopes_matching(self, prefix: str, *, string_prefix: bool = False) -> List[str]:
         """Scopes holding events that a scope-listing prefix matches (§6.7 step 2)."""
@@ -284,7 +274,8 @@ class EventLog:
         scope = body.get("scope")
         requested = 0 if confirm_all else len(raw_ids)
         with self.lock:
-            in_scope = [e for e in self.events if e.get("scope") == scope]
+            held = self._index.newest_first(self.events, scope) if isinstance(scope, str) else []
+            in_scope = [e for e in reversed(held) if e.get("scope") == scope]
             deleted = 0
             if cascade == "derived_only":
                 named = {e["id"] for e in in_scope} if confirm_all else set(ids)
@@ -349,13 +340,15 @@ class EventLog:
         with self.lock:
             have = {b.get("source") for b in self.beliefs}
             scanned = [
-                e for e in self.events if e.get("scope") == scope and self.is_indexed(e, now)
+                e
+                for e in reversed(self._index.newest_first(self.events, scope))
+                if e.get("scope") == scope and self.is_indexed(e, now)
             ]
             built = 0
             for event in scanned:
                 if event["id"] in have:
                     continue
-                self.beliefs.append(_belief(event))
+                self.beliefs.append(belief_of(event))
                 built += 1
             return built, len(scanned)
 
@@ -391,24 +384,3 @@ def _score(event: Event, words: Sequence[str]) -> int:
     text = content.get("text") if isinstance(content, dict) else None
     lowered = text.lower() if isinstance(text, str) else ""
     return sum(1 for word in words if word in lowered)
-
-
-def _belief_matches(belief: Dict[str, Any], words: Sequence[str]) -> bool:
-    whole = json.dumps(belief, ensure_ascii=False).lower()
-    return any(word in whole for word in words)
-
-
-def _belief(event: Event) -> Dict[str, Any]:
-    return {
-        "id": f"belief_{event['id']}",
-        "scope": event.get("scope"),
-        "source": event["id"],
-        "claim": {
-            "subject": {"id": "ent_user", "name": "user"},
-            "predicate": "said",
-            "object": {"datatype": "string", "value": belief_text(event)},
-        },
-        "stance": "supported",
-        "confidence": 0.9,
-        "valid_from": _BELIEF_VALID_FROM,
-    }

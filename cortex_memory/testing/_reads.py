@@ -7,16 +7,18 @@ answer schema).
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from cortex_memory.testing._gate import check_grammar
-from cortex_memory.testing._log import flattened_text, scope_matches
+from cortex_memory.testing._log import RECORDED_AT, scope_matches
 from cortex_memory.testing._reply import RATE_LIMIT, UPSTREAM, Refusal, Reply, Request
 
 if TYPE_CHECKING:
     from cortex_memory.testing._server import BaseDouble
 
-__all__ = ["HOSTED_ANSWER_KEYS", "answer", "events", "recall", "scopes"]
+__all__ = ["HOSTED_ANSWER_KEYS", "answer", "context_block", "events", "recall", "scopes"]
 
 HOSTED_ANSWER_KEYS = frozenset(
     {
@@ -95,6 +97,57 @@ def events(double: BaseDouble, request: Request) -> Reply:
 
 # -- recall and answer (§6.8) -------------------------------------------------------------
 
+_ENTRY_SEPARATOR = "\n---\n"
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))$"
+)
+
+
+def _utc_stamp(value: Any) -> Optional[str]:
+    """``YYYY-MM-DD HH:MM:SS`` in UTC for an RFC 3339 time (fraction dropped), else None."""
+    found = _RFC3339.match(value) if isinstance(value, str) else None
+    if found is None:
+        return None
+    year, month, day, hour, minute, second = (int(found.group(i)) for i in range(1, 7))
+    offset = timedelta(0)
+    if found.group(8):
+        offset = timedelta(hours=int(found.group(9)), minutes=int(found.group(10)))
+        offset = offset if found.group(8) == "+" else -offset
+    try:
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=timezone(offset))
+    except ValueError:
+        return None
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _entry(event: Any) -> str:
+    context = event.get("context") if isinstance(event, dict) else None
+    context = context if isinstance(context, dict) else {}
+    stamp = (
+        _utc_stamp(context.get("observed_at"))
+        or _utc_stamp(context.get("recorded_at"))
+        or _utc_stamp(RECORDED_AT)
+    )
+    content = event.get("content") if isinstance(event, dict) else None
+    content = content if isinstance(content, dict) else {}
+    role = content.get("role")
+    text = content.get("text")
+    head = f"[{stamp} UTC] [{role if isinstance(role, str) and role else 'event'}]"
+    return f"{head}\n{text if isinstance(text, str) else ''}"
+
+
+def context_block(events: List[Any]) -> str:
+    """The pack's ``context_block`` as the official clients parse it.
+
+    One entry per returned event, in order, separated by a line ``---``; each
+    entry is headed ``[<timestamp> UTC] [<role>]`` (the event's ``observed_at``,
+    else its ``recorded_at``, in UTC to the second; ``event`` when the content
+    names no role), then the event's text on the following lines.
+    """
+    return _ENTRY_SEPARATOR.join(_entry(event) for event in events)
+
+
 
 def _select(double: BaseDouble, body: Dict[str, Any]) -> Tuple[List[Any], List[Any], str]:
     """The recall selection shared by recall and an answer's inline recall."""
@@ -127,8 +180,7 @@ def _select(double: BaseDouble, body: Dict[str, Any]) -> Tuple[List[Any], List[A
         query=body.get("query"),
         now=state.clock(),
     )
-    block = "\n".join(flattened_text(event.get("content")) for event in selected)
-    return selected, beliefs, block
+    return selected, beliefs, context_block(selected)
 
 
 def _is_int(value: Any) -> bool:

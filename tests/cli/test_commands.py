@@ -9,9 +9,11 @@ from typing import Any, Callable, Dict, List
 import pytest
 
 from cortex_memory.cli import EXIT_CODES, exit_code
+from cortex_memory.cli._commands import health_status
 from cortex_memory.contract import (
     Conversation,
     Document,
+    EngineHealth,
     Learning,
     LearningKind,
     MemoryMeta,
@@ -32,6 +34,7 @@ from cortex_memory.errors import (
     UnavailableError,
     UnsupportedError,
 )
+from cortex_memory.testing import DirectDouble, unused_url
 
 Runner = Callable[..., Any]  # the `cli` fixture of conftest.py
 
@@ -356,6 +359,34 @@ def test_health_down_exits_1(cli: Runner, tmp_path: Path) -> None:
     result = cli("health", "--path", str(folder))
     assert result.status == 1
     assert result.out.startswith("local: down: ")
+
+
+def test_health_exit_status_tells_a_rejected_key_and_an_unreachable_engine_apart(
+    cli: Runner, env: Dict[str, str]
+) -> None:
+    wrong = "ctx_cli_wrong_key_canary"
+    env["CORTEX_MEMORY_API_KEY"] = wrong
+    with DirectDouble(whoami_caller="user:local", accept_token="the-right-key") as double:
+        refused = cli("--engine", "cortexdb", "health", "--endpoint", double.url)
+        refused_json = cli("--engine", "cortexdb", "health", "--json", "--endpoint", double.url)
+        env["CORTEX_MEMORY_API_KEY"] = "the-right-key"
+        accepted = cli("--engine", "cortexdb", "health", "--endpoint", double.url)
+    assert (refused.status, refused_json.status, accepted.status) == (5, 5, 0)
+    assert refused.out.startswith("cortexdb: down: unauthorized: ")
+    assert json.loads(refused_json.out)["state"] == "down"
+    assert accepted.out == "cortexdb: ok\n"
+    unreachable = cli("--engine", "cortexdb", "health", "--endpoint", unused_url())
+    assert unreachable.status == 8
+    assert unreachable.out.startswith("cortexdb: degraded: unavailable: ")
+    for result in (refused, refused_json, unreachable):
+        assert wrong not in result.out + result.err
+
+
+def test_health_status_of_each_state() -> None:
+    assert health_status(EngineHealth.ok()) == 0
+    assert health_status(EngineHealth.degraded("unavailable: timed out")) == 8
+    assert health_status(EngineHealth.down("unauthorized: the key was rejected")) == 5
+    assert health_status(EngineHealth.down("engine error: HTTP 418")) == 1
 
 
 def test_engines_lists_without_building(cli: Runner, env: Dict[str, str]) -> None:

@@ -139,9 +139,56 @@ def test_health_states(wire, make_double) -> None:
     assert len(double.state.requests()) == 3
 
 
-def test_direct_health_probes_the_admin_route(direct) -> None:
-    direct.engine().health()
-    assert direct.state.requests() == ["GET /v1/admin/health"]
+def test_direct_health_proves_the_key_with_whoami(make_double) -> None:
+    double = make_double("direct", whoami_caller="user:local", accept_token=TEST_TOKEN)
+    engine = double.engine()
+    assert engine.health().state is HealthState.OK
+    # One request, not recorded by the gate: whoami. It also taught the actor.
+    assert double.state.counters["whoami_calls"] == 1
+    assert double.state.requests() == []
+    engine.list(LEARNINGS)
+    assert double.state.counters["whoami_calls"] == 1  # no lookup of its own
+    assert double.state.seen.actors == ["user:local"]
+    assert engine.health().state is HealthState.OK
+    assert double.state.counters["whoami_calls"] == 2  # every health call proves the key
+
+
+def test_direct_health_without_whoami_probes_a_listing_once_known(direct) -> None:
+    engine = direct.engine()
+    assert engine.health().state is HealthState.OK
+    assert direct.state.counters["whoami_calls"] == 1  # 404: a server before the actor model
+    assert direct.state.requests() == ["GET /v1/scopes/list?prefix=tmh%3Aprobe&limit=1"]
+    assert engine.health().state is HealthState.OK
+    assert direct.state.counters["whoami_calls"] == 1  # the cache remembers: listing only
+    assert len(direct.state.requests()) == 2
+
+
+@pytest.mark.parametrize("caller", [None, "user:local"], ids=["pre-actor", "actor"])
+def test_direct_health_of_a_wrong_key_is_down_unauthorized(make_double, caller) -> None:
+    double = make_double("direct", whoami_caller=caller, accept_token="the-right-key")
+    wrong = "ctx_wrong_key_canary_41"
+    engine = double.engine(token=wrong)
+    health = engine.health()
+    assert health.state is HealthState.DOWN
+    assert (health.reason or "").startswith("unauthorized: ")
+    assert "check the API key" in (health.reason or "")
+    assert wrong not in (health.reason or "")
+    assert double.state.counters["whoami_calls"] == 1
+    assert double.state.requests() == []  # one call: whoami refused the key
+    right = double.engine(token="the-right-key")
+    assert right.health().state is HealthState.OK
+
+
+def test_direct_health_falls_back_when_whoami_proves_nothing(make_double) -> None:
+    # A broken whoami (500): the listing decides, as any request would.
+    double = make_double("direct", whoami_fails=(500, "INTERNAL"))
+    assert double.engine().health().state is HealthState.OK
+    assert double.state.requests() == ["GET /v1/scopes/list?prefix=tmh%3Aprobe&limit=1"]
+    # A whoami naming no usable caller while the server wants one: down, not ok.
+    strict = make_double("direct", whoami_caller="user:local", whoami_answer={"caller": 5})
+    health = strict.engine().health()
+    assert health.state is HealthState.DOWN
+    assert (health.reason or "").startswith("unauthorized: ")
 
 
 def test_health_of_an_unreachable_endpoint_is_degraded() -> None:

@@ -329,20 +329,6 @@ def _fidelity_cases() -> List[Case]:
             transparent=True,
         ),
         Case(
-            "public_admin=False",
-            knobs(public_admin=False),
-            on("health"),
-            wires=direct,
-            transparent=True,
-        ),
-        Case(
-            "admin_detail=False",
-            knobs(admin_detail=False),
-            on("health"),
-            wires=direct,
-            transparent=True,
-        ),
-        Case(
             "honour_wait=False",
             knobs(honour_wait=False),
             on("write"),
@@ -470,6 +456,8 @@ CASES: Tuple[Case, ...] = tuple(_behaviour_cases() + _fidelity_cases() + _transp
 UNREACHABLE: Dict[str, Tuple[str, Any]] = {
     # knob -> (why no operation of this release meets it, a value that would fire)
     "fail_registration": ("scope registration is Later (v3 layout)", (403, "POLICY_DENIED")),
+    "public_admin": ("health proves the key on whoami; no operation sends the admin routes", False),
+    "admin_detail": ("health proves the key on whoami; no operation sends the admin routes", False),
     "refers_unlisted": ("the version probe belongs to date hints (Later)", True),
     "version_down": ("the version probe belongs to date hints (Later)", True),
     "erase_all_missing": ("erase is Later: UnsupportedError, nothing sent", True),

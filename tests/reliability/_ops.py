@@ -297,7 +297,9 @@ OPS: Tuple[Op, ...] = (
         "health",
         lambda e, d: e.health(deadline=d),
         lambda health: health.state.value,
-        {"direct": _r("health"), "hosted": _r("scopes")},
+        # Direct proves the key with whoami; the default double has none (404), so the
+        # listing probe follows, as on a server from before the actor model.
+        {"direct": _r("scopes"), "hosted": _r("scopes")},
         kind="health",
         partial=lambda r, b: True,
     ),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import traceback
 from pathlib import Path
 from typing import Any, Callable, List, Tuple
 
@@ -312,3 +313,105 @@ def test_the_watch_catches_each_kind_of_leak() -> None:
     kinds = ["the canary token", "local path", "memory content above DEBUG"]
     assert [any(kind in leak for leak in watch.leaks) for kind in kinds] == [True, True, True]
     assert watch.seen == 5
+
+
+# -- servers that echo the token back (issue 13 item 3) ------------------------------------
+
+
+def _every_text(err: BaseException) -> List[str]:
+    """What an error can show: str, repr, message, code, its causes and its traceback."""
+    texts = [str(err), repr(err), str(getattr(err, "message", "")), str(getattr(err, "code", ""))]
+    texts += traceback.format_exception(type(err), err, err.__traceback__)
+    cause = err.__cause__ or err.__context__
+    while cause is not None:
+        texts += [str(cause), repr(cause)]
+        cause = cause.__cause__ or cause.__context__
+    return texts
+
+
+def _echo_sweep(engine: Any, sweep: Sweep) -> None:
+    item = new_items()[0]
+    run = sweep.run
+    run(lambda: engine.store(item, wait=WaitFor.ACCEPTED))
+    run(lambda: engine.list(ListRequest(MetaFilter(), 5)))
+    run(lambda: engine.get(GetRequest((item.fingerprint(),), ROOT)))
+    run(lambda: engine.fetch(FetchRequest("tea", FetchMode.HYBRID, 5, MetaFilter(reach=ROOT))))
+    run(lambda: engine.recall(RecallRequest("tea", 3, MetaFilter(reach=ROOT))))
+    run(lambda: engine.forget(ForgetTarget.ids([item.fingerprint()])))
+    sweep.texts.append(str(engine.health()))
+
+
+ECHO_STATUSES = [400, 401, 403, 404, 409, 422, 500, 502]
+
+
+@pytest.mark.parametrize("form", ["json", "text", "upper"])
+@pytest.mark.parametrize("hosted", [False, True], ids=["direct", "hosted"])
+def test_a_server_echoing_the_token_never_gets_it_into_a_message(
+    hosted: bool, form: str, canary_watch: Any
+) -> None:
+    """4xx/5xx bodies, headers and error JSON all repeat the bearer: every text is scrubbed."""
+    sweep = Sweep()
+    records = _Records()
+    logging.getLogger().addHandler(records)
+    statuses = ECHO_STATUSES + ([200] if hosted else [])  # hosted 200: success false
+    try:
+        for status in statuses:
+            with HostileServer("echo_credential", status=status, form=form) as server:
+                for engine in _token_engines(server.url, hosted):
+                    _echo_sweep(engine, sweep)
+                    engine.close()
+                assert server.hits > 0
+    finally:
+        logging.getLogger().removeHandler(records)
+    texts = [t for err in sweep.errors for t in _every_text(err)] + sweep.texts + records.texts
+    lowered = CANARY_TOKEN.lower()
+    assert [t[:160] for t in texts if lowered in t.lower()] == []
+    # The backend's words are kept, scrubbed: the redaction shows where the token was.
+    assert any("[redacted]" in str(err) for err in sweep.errors)
+    assert len(sweep.errors) >= 5 * len(statuses)
+
+
+def test_echoed_tokens_are_scrubbed_from_the_doubles_failure_messages() -> None:
+    """The doubles' own error JSON carrying the token (a failure knob's message), both wires."""
+    sweep = Sweep()
+    echoed = f"the bearer {CANARY_TOKEN} was refused; Authorization: Bearer {CANARY_TOKEN}"
+    with DirectDouble() as direct, HostedDouble(rate_limit_requests=None) as hosted:
+        for double in (direct, hosted):
+            for failure in [(401, "INVALID_TOKEN", echoed), (500, "INTERNAL", echoed),
+                            (422, CANARY_TOKEN.upper(), echoed)]:  # fmt: skip
+                double.state.fail_all = failure
+                for engine in _token_engines(double.url, double.hosted):
+                    _echo_sweep(engine, sweep)
+                    engine.close()
+            double.state.fail_all = None
+    texts = [t for err in sweep.errors for t in _every_text(err)] + sweep.texts
+    assert [t[:160] for t in texts if CANARY_TOKEN.lower() in t.lower()] == []
+    shown = [str(err) for err in sweep.errors]
+    assert any("the bearer [redacted] was refused" in text for text in shown)
+    assert any("Authorization: [redacted]" in text for text in shown)
+    assert all(CANARY_TOKEN.upper() not in str(err.code) for err in sweep.errors)
+
+
+def _token_engines(url: str, hosted: bool) -> List[Any]:
+    """A static and a dynamic credential on ``url`` (the scrub uses each attempt's token)."""
+    if hosted:
+        return [
+            CortexEngine.tinyhumans(url, StaticBearer(CANARY_TOKEN), timing=FAST),
+        ]
+    dynamic = CortexCredential.dynamic(StaticBearer(CANARY_TOKEN))
+    return [
+        CortexEngine.direct(url, CortexCredential.api_key(CANARY_TOKEN), timing=FAST),
+        CortexEngine.direct(url, dynamic, timing=FAST),
+    ]
+
+
+class _Records(logging.Handler):
+    """Every record's text (message, arguments, exception), to check case-insensitively."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.texts: List[str] = []
+        self._format = logging.Formatter("%(name)s %(levelname)s %(message)s")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.texts.append(self._format.format(record) + " " + repr(record.args))

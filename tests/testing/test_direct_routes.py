@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from cortex_memory.testing import TEST_TOKEN
+from cortex_memory.testing._reads import context_block
 
 EXPERIENCE = "/v1/experience"
 
@@ -111,16 +112,31 @@ def test_fail_all_persists_until_none(direct) -> None:
 # -- whoami, health, version ---------------------------------------------------------------
 
 
-def test_whoami_is_outside_the_gate(direct) -> None:
+def test_whoami_is_outside_the_gate_but_checks_the_bearer(direct) -> None:
     direct.state.fail_all = (503, "UNAVAILABLE")
-    answer = direct.get("/v1/auth/whoami", token=None)
+    answer = direct.get("/v1/auth/whoami")
     assert (answer.status, answer.json["error_code"]) == (404, "NOT_FOUND")
     direct.state.whoami_caller = "user:local"
-    answer = direct.get("/v1/auth/whoami", token=None)
+    answer = direct.get("/v1/auth/whoami")
     assert answer.status == 200
     assert answer.json == {"caller": "user:local", "tenant_id": "tenant_test"}
-    assert direct.state.requests() == []
-    assert direct.state.counters["whoami_calls"] == 2
+    # Like every route of the real service, whoami refuses a missing or wrong bearer.
+    missing = direct.get("/v1/auth/whoami", token=None)
+    assert (missing.status, missing.json["error_code"]) == (401, "MISSING_TOKEN")
+    direct.state.accept_token = "the-key"
+    wrong = direct.get("/v1/auth/whoami", token="another-key")
+    assert (wrong.status, wrong.json["error_code"]) == (401, "INVALID_TOKEN_SIGNATURE")
+    assert "another-key" not in json.dumps(wrong.json)
+    right = direct.get("/v1/auth/whoami", token="the-key")
+    assert right.json["caller"] == "user:local"
+    direct.state.whoami_caller = None  # a pre-actor server: 404 only past the bearer check
+    assert direct.get("/v1/auth/whoami", token="another-key").status == 401
+    assert direct.get("/v1/auth/whoami", token="the-key").status == 404
+    legacy = direct.state
+    legacy.real_auth_codes = False
+    assert direct.get("/v1/auth/whoami", token=None).json["error_code"] == "UNAUTHORIZED"
+    assert direct.state.requests() == []  # never recorded, never gated by fail_all
+    assert direct.state.counters["whoami_calls"] == 8
 
 
 def test_whoami_knobs(make_wire) -> None:
@@ -424,7 +440,12 @@ def test_recall_shape_scoring_and_context_block(direct) -> None:
     texts = [e["content"]["text"] for e in body["layers"]["events"]]
     # Both words score 1 each here; ties stay newest first; "Rust" scores 0 and is dropped.
     assert texts == ["you use helix", "which editor do I use"]
-    assert body["context_block"] == "[assistant] you use helix\n[user] which editor do I use"
+    # The format the official clients parse: entries separated by a line "---", each
+    # headed "[<timestamp> UTC] [<role>]" (here recorded_at: no observed_at was sent).
+    assert body["context_block"] == (
+        "[2026-09-02 00:00:00 UTC] [assistant]\nyou use helix\n---\n"
+        "[2026-09-02 00:00:00 UTC] [user]\nwhich editor do I use"
+    )
     assert body["layers"]["beliefs"] == []
     descend = direct.recall({"scope": "app:a", "query": "helix editor", "view": "descend"})
     top = descend.json["layers"]["events"][0]
@@ -432,6 +453,19 @@ def test_recall_shape_scoring_and_context_block(direct) -> None:
     assert descend.json["pack_id"] == "pack_2"
     assert direct.state.counters["packs_issued"] == 2
     assert len(direct.state.seen.recalls) == 2
+
+
+def test_context_block_stamps_observed_at_in_utc_and_names_each_role(direct) -> None:
+    direct.write("app:a", "noted at noon", context={"observed_at": "2026-03-01T12:00:00+02:00"})
+    direct.write("app:a", "precise", context={"observed_at": "2026-03-01T23:59:59.123456789Z"})
+    direct.write("app:a", "no role, odd time", role=None, context={"observed_at": "soon"})
+    block = direct.recall({"scope": "app:a"}).json["context_block"]
+    assert block.split("\n---\n") == [
+        "[2026-09-02 00:00:00 UTC] [event]\nno role, odd time",
+        "[2026-03-01 23:59:59 UTC] [user]\nprecise",
+        "[2026-03-01 10:00:00 UTC] [user]\nnoted at noon",
+    ]
+    assert context_block([]) == ""
 
 
 def test_recall_words_labels_and_limits(direct) -> None:

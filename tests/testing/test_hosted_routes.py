@@ -215,7 +215,7 @@ def test_recall_records_before_the_grammar(hosted) -> None:
     assert len(hosted.state.seen.recalls) == 1
     good = hosted.recall({"scope": "app:a", "query": "hello", "view": "granular"})
     assert good.data["pack_id"] == "pack_1"
-    assert good.data["context_block"] == "[user] hello world"
+    assert good.data["context_block"] == "[2026-09-02 00:00:00 UTC] [user]\nhello world"
 
 
 def test_strict_answer_schema(hosted) -> None:

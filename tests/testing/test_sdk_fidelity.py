@@ -7,6 +7,7 @@ and `retriable` from failures too).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator, List
 
 import pytest
@@ -92,7 +93,10 @@ def test_recall_and_answer(client: Any) -> None:
     assert pack["pack_id"] == "pack_1"
     assert [e["content"]["text"] for e in pack["layers"]["events"]] == ["you use helix"]
     assert pack["layers"]["beliefs"] == []
-    assert pack["context_block"] == "[assistant] you use helix"
+    # The SDK stamps observed_at with the current time; the block shows it in UTC.
+    head, text = pack["context_block"].split("\n", 1)
+    assert re.fullmatch(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC\] \[assistant\]", head)
+    assert text == "you use helix"
     answered = client.answer(SCOPE, "Which editor?", use_pack_id=pack["pack_id"], cite_sources=True)
     assert answered["answer"] == "grounded answer for Which editor?"
     assert answered["diagnostics"]["answer_model"] == "reasoning"

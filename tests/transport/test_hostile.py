@@ -250,13 +250,15 @@ def test_non_http_bytes_get_a_400() -> None:
 
 def test_unknown_behaviours_and_missing_parameters() -> None:
     assert "slow_headers" in BEHAVIOURS
-    assert len(BEHAVIOURS) == 11
+    assert len(BEHAVIOURS) == 12
     with pytest.raises(ValueError):
         HostileServer("teapot")
     with pytest.raises(TypeError):
         HostileServer("chunk_cut", declared=3)
     with pytest.raises(ValueError):
         HostileServer("header_injection", variant="sideways")
+    with pytest.raises(ValueError):
+        HostileServer("echo_credential", form="morse")
     with pytest.raises(ValueError):
         HostileServer("header_injection", variant="response", form="other")
 

@@ -8,12 +8,17 @@ retries, timeouts, refused connections, invalid tokens and hostile servers.
 from __future__ import annotations
 
 import copy
+import json
 import logging
-from typing import Iterator, List
+from typing import Any, Iterator, List
 
 import pytest
 
 from cortex_memory.cortex import CortexCredential, CortexWire, StaticBearer, Timing
+from cortex_memory.cortex.log.read import Log
+from cortex_memory.cortex.timing import Deadline
+from cortex_memory.cortex.transport.redact import Scrubber, scrub
+from cortex_memory.cortex.transport.response import Response
 from cortex_memory.errors import Error
 from cortex_memory.testing.hostile import (
     CountingServer,
@@ -133,3 +138,64 @@ def test_messages_never_hold_header_dicts(make_client, canary: str) -> None:
     assert "Authorization" not in text
     assert "Bearer" not in text
     assert canary not in text
+
+
+# -- scrubbing echoed secrets out of backend text (redact.py) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("invalid token tok_Secret.9", "invalid token [redacted]"),
+        ("INVALID TOKEN TOK_SECRET.9", "INVALID TOKEN [redacted]"),  # any case
+        ("in a url: ?key=tok_Secret.9&x=1", "in a url: ?key=[redacted]&x=1"),
+        ("Authorization: Bearer someone-else", "Authorization: [redacted]"),
+        ("proxy-authorization: Basic dXNlcjpw\nnext", "proxy-authorization: [redacted]\nnext"),
+        ('{"authorization":"Bearer x y","a":1}', '{"authorization":[redacted],"a":1}'),
+        ("authorization='Bearer q'; rest", "authorization=[redacted]; rest"),
+        ("sent bearer abc.def-ghi, then", "sent bearer [redacted], then"),
+        # The bearer value ends at a quote: a challenge's quoted parameters stay readable.
+        ('WWW-Authenticate: Bearer realm="m"', 'WWW-Authenticate: Bearer [redacted]"m"'),
+        ("nothing secret here", "nothing secret here"),
+        ("", ""),
+    ],
+)
+def test_the_scrubber_replaces_the_credential_and_every_bearer(text: str, expected: str) -> None:
+    assert Scrubber("tok_Secret.9")(text) == expected
+
+
+def test_a_credential_with_regex_and_url_characters_is_scrubbed_literally() -> None:
+    secret = "a+b(c)*[d]/e=f"
+    scrubbed = Scrubber(secret)
+    assert scrubbed(f"x {secret} y") == "x [redacted] y"
+    assert scrubbed("x a%2Bb%28c%29%2A%5Bd%5D%2Fe%3Df y") == "x [redacted] y"  # URL-encoded
+    assert scrubbed("a+b and c") == "a+b and c"  # only the whole credential
+
+
+def test_without_a_credential_only_the_patterns_go() -> None:
+    assert scrub("token tok_1 and Bearer tok_2") == "token tok_1 and Bearer [redacted]"
+    assert Scrubber(None)("Authorization: Bearer x") == "Authorization: [redacted]"
+    assert Scrubber("")("Authorization: Bearer x") == "Authorization: [redacted]"
+
+
+def test_the_scrubber_never_shows_its_credential() -> None:
+    scrubbed = Scrubber("tok_Secret.9")
+    assert repr(scrubbed) == str(scrubbed) == "Scrubber(<redacted>)"
+    assert "tok_Secret" not in repr(Response(200, {}, {}, scrub=scrubbed))
+
+
+def test_a_recall_packs_warnings_are_logged_scrubbed(
+    make_client, canary: str, captured: Capture
+) -> None:
+    pack = {"pack_id": "p", "layers": {}, "warnings": [f"token {canary} near its limit",
+            f"parent_pack_unranked_sample: Authorization: Bearer {canary}"]}  # fmt: skip
+
+    def handler(request: RawRequest) -> Any:
+        return 200, {}, json.dumps(pack).encode()
+
+    with LoopbackServer(handler) as server:
+        client = make_client(server.url)
+        Log(client).recall({"scope": "app:a", "query": "q"}, Deadline.of(5))
+    logged = "\n".join(captured.texts)
+    assert "[redacted] near its limit" in logged
+    assert canary not in logged

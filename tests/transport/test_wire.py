@@ -74,7 +74,7 @@ def test_route_table(route: Route, direct: str, hosted: str) -> None:
 
 
 def test_health_routes() -> None:
-    assert DIRECT.health_route() == "v1/admin/health"
+    assert DIRECT.health_route() == "v1/scopes/list?prefix=tmh%3Aprobe&limit=1"
     assert HOSTED.health_route() == "memory/scopes?prefix=tmh%3Aprobe&limit=1"
 
 

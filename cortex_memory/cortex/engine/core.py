@@ -210,7 +210,8 @@ class CortexEngine(MemoryEngine):
         return self._ctx.descriptor
 
     def health(self, *, deadline: DeadlineLike = None) -> EngineHealth:
-        """One probe: ``ok``; ``degraded`` when unavailable; ``down`` otherwise. Never raises."""
+        """One authenticated probe: ``ok``; ``degraded`` when unavailable; ``down`` otherwise
+        (a rejected credential: ``unauthorized: …``). Never raises."""
         return _health.health(self._ctx, Deadline.of(deadline))
 
     def store(

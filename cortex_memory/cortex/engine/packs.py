@@ -25,6 +25,9 @@ from typing import (
 
 from cortex_memory.cortex.envelope import Envelope, Keeper, decode_event
 
+# The budget lives with the log layer (the settle probe uses it too); re-exported here.
+from cortex_memory.cortex.log.timing import EVENT_TOKENS, MAX_PACK_TOKENS, whole_items_budget
+
 __all__ = [
     "EVENTS_PER_HIT",
     "EVENT_TOKENS",
@@ -38,12 +41,6 @@ __all__ = [
     "whole_items_budget",
 ]
 
-EVENT_TOKENS = 786_432
-"""Tokens budgeted per event: one per byte of the largest event we write."""
-
-MAX_PACK_TOKENS = 8_388_608
-"""The most tokens a pack is asked to hold (8 Mi)."""
-
 EVENTS_PER_HIT = 3
 """Events a fetch asks for per hit it wants (duplicates and other items share a pack)."""
 
@@ -51,14 +48,6 @@ MAX_PACK_EVENTS = 1000
 """The most events one fetch pack asks for."""
 
 _T = TypeVar("_T")
-
-
-def whole_items_budget(n: int) -> int:
-    """``min(max(n, 1) × 786432, 8388608)``: room for ``n`` whole events, capped.
-
-    The cap is reached from ``n >= 11``.
-    """
-    return min(max(n, 1) * EVENT_TOKENS, MAX_PACK_TOKENS)
 
 
 def pack_body(

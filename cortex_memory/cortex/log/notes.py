@@ -1,13 +1,17 @@
 """Recall-pack notes: what a pack's warnings and diagnostics say, logged (engine.md §8.6).
 
 Logging only; nothing here changes a result. Server text is untrusted, so it is
-logged with ``%r`` and cannot forge log lines.
+logged with ``%r`` and cannot forge log lines, and it is scrubbed first of the
+credential the recall sent and of any bearer or authorization value
+(:mod:`~cortex_memory.cortex.transport.redact`).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Optional
+
+from cortex_memory.cortex.transport.redact import Scrubber
 
 __all__ = ["UNRANKED_SAMPLE", "log_pack_notes"]
 
@@ -17,7 +21,9 @@ UNRANKED_SAMPLE = "parent_pack_unranked_sample"
 """A warning saying the pack is an unranked sample of a parent pack."""
 
 
-def log_pack_notes(scope: object, pack: Mapping[str, Any]) -> None:
+def log_pack_notes(
+    scope: object, pack: Mapping[str, Any], scrub: Optional[Callable[[str], str]] = None
+) -> None:
     """Log a pack's ``warnings[]`` and any knapsack eviction it reports.
 
     Each warning goes to debug; the unranked-sample warning to warning. An
@@ -27,9 +33,11 @@ def log_pack_notes(scope: object, pack: Mapping[str, Any]) -> None:
     """
     warnings = pack.get("warnings")
     if isinstance(warnings, list):
-        for note in warnings:
-            if not isinstance(note, str):
+        clean = scrub if scrub is not None else Scrubber()
+        for raw in warnings:
+            if not isinstance(raw, str):
                 continue
+            note = clean(raw)
             if note == UNRANKED_SAMPLE or note.startswith(UNRANKED_SAMPLE + ":"):
                 logger.warning("recall pack for scope %r is an unranked sample: %r", scope, note)
             else:

@@ -203,11 +203,12 @@ class Log:
 
     def recall(self, body: Dict[str, Any], deadline: Deadline) -> Dict[str, Any]:
         """POST a recall (retried) and log its pack notes; a non-object answer is empty."""
-        answer = self._client.retry_transient(
+        response = self._client.retry_transient(
             "POST", self.route(Route.RECALL), body, deadline=deadline
-        ).data
+        )
+        answer = response.data
         pack: Dict[str, Any] = answer if isinstance(answer, dict) else {}
-        log_pack_notes(body.get("scope"), pack)
+        log_pack_notes(body.get("scope"), pack, response.scrub)
         return pack
 
     def answer(self, body: Dict[str, Any], deadline: Deadline) -> Dict[str, Any]:

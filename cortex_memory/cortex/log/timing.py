@@ -9,16 +9,21 @@ from __future__ import annotations
 from cortex_memory.cortex.timing import Timing
 
 __all__ = [
+    "EVENT_TOKENS",
     "FORGET_ATTEMPTS",
     "FORGET_BATCH",
     "LABELS_PER_LISTING",
+    "LISTED_LIMIT",
     "MAX_BULK_EVENTS",
+    "MAX_PACK_TOKENS",
     "PAGE_LIMIT",
     "SCOPES_LIMIT",
+    "SETTLE_EVENTS",
     "SETTLE_QUERY_CHARS",
     "WALK_PAGES",
     "WRITE_ATTEMPTS",
     "next_poll",
+    "whole_items_budget",
 ]
 
 PAGE_LIMIT = 200
@@ -47,6 +52,30 @@ FORGET_BATCH = 100
 
 SETTLE_QUERY_CHARS = 256
 """Characters of the written text the settle probe asks recall for."""
+
+LISTED_LIMIT = 4
+"""Events asked for by the first listing of a listed wait (two events: the listing
+shows each twice). Listings are newest first and the wait looks for the newest
+event of its item, so this page holds it once it is readable; the answer never
+grows with the scope (docs/flows.md, "What a store reads")."""
+
+SETTLE_EVENTS = 4
+"""Events the settle probe's pack may hold: it is narrowed to the item's own events,
+so the written one ranks among these few."""
+
+EVENT_TOKENS = 786_432
+"""Tokens budgeted per event: one per byte of the largest event we write."""
+
+MAX_PACK_TOKENS = 8_388_608
+"""The most tokens a pack is asked to hold (8 Mi)."""
+
+
+def whole_items_budget(n: int) -> int:
+    """``min(max(n, 1) × 786432, 8388608)``: room for ``n`` whole events, capped.
+
+    The cap is reached from ``n >= 11``.
+    """
+    return min(max(n, 1) * EVENT_TOKENS, MAX_PACK_TOKENS)
 
 
 def next_poll(gap: float, timing: Timing, hosted: bool) -> float:

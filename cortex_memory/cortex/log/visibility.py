@@ -8,6 +8,16 @@ readable, or a read right after it would miss them. Two stages:
   the polls (reporting success would break read-after-write);
 * **settled** (best effort, never raises): ask ranked recall for the event's text
   until the event shows up there too, so a fetch right after the store finds it.
+
+Both read only what they must, so a store costs the same in a scope of ten events
+or of ten thousand: every poll is narrowed to the item's own lookup label
+(``tm:i:``) and asks for a few events. A listing is newest first and the written
+event is its item's newest, so the first page of :data:`LISTED_LIMIT` events
+holds it once it is readable; only a full first page without it (a re-store
+filling in one piece of a long item, or a concurrent writer of the same item)
+reads on, through the item's own older events. The settle pack is narrowed to
+the item's events and capped at :data:`SETTLE_EVENTS`, so it never carries the
+scope's other events that share the written words.
 """
 
 from __future__ import annotations
@@ -17,13 +27,21 @@ import time
 from typing import Any, Dict, Optional
 
 from cortex_memory.cortex.log.read import Log, event_id
-from cortex_memory.cortex.log.timing import PAGE_LIMIT, SETTLE_QUERY_CHARS, next_poll
+from cortex_memory.cortex.log.timing import (
+    LISTED_LIMIT,
+    PAGE_LIMIT,
+    SETTLE_EVENTS,
+    SETTLE_QUERY_CHARS,
+    WALK_PAGES,
+    next_poll,
+    whole_items_budget,
+)
 from cortex_memory.cortex.log.write import Written
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.cortex.transport.failure import health_reason
 from cortex_memory.errors import Error, UnavailableError
 
-__all__ = ["await_listed", "await_settled", "await_written"]
+__all__ = ["await_listed", "await_settled", "await_written", "is_listed", "settle_body"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +70,14 @@ def await_listed(log: Log, written: Written, deadline: Deadline) -> None:
     where = f"waiting for event {written.event_id!r} in scope {written.scope!r}"
     while True:
         try:
-            page = log.page(written.scope, [written.item_label], None, PAGE_LIMIT, deadline)
+            listed = is_listed(log, written, deadline)
         except UnavailableError as err:
             if not log.hosted or deadline.expired():
                 raise
             failed += 1
             last_fault = health_reason(err)
         else:
-            if any(event_id(event) == written.event_id for event in page.items):
+            if listed:
                 return
             answered += 1
         left = end - time.monotonic()
@@ -76,17 +94,44 @@ def await_listed(log: Log, written: Written, deadline: Deadline) -> None:
         gap = next_poll(gap, timing, hosted=log.hosted)
 
 
+def is_listed(log: Log, written: Written, deadline: Deadline) -> bool:
+    """One listed poll: is ``written.event_id`` among its item's listed events?
+
+    The first page asks for :data:`LISTED_LIMIT` events of the item, newest first;
+    only a full page without it reads on (pages of 200, the item's events only).
+    """
+    labels = [written.item_label]
+    page = log.page(written.scope, labels, None, LISTED_LIMIT, deadline)
+    for _ in range(WALK_PAGES):
+        if any(event_id(event) == written.event_id for event in page.items):
+            return True
+        if page.next_cursor is None:
+            return False
+        page = log.page(written.scope, labels, page.next_cursor, PAGE_LIMIT, deadline)
+    return False
+
+
+def settle_body(written: Written) -> Dict[str, Any]:
+    """The settle probe's recall: the written text, narrowed to the item, a few events."""
+    return {
+        "scope": written.scope,
+        "query": written.text[:SETTLE_QUERY_CHARS],
+        "view": "granular",
+        "include": ["events"],
+        "budgets": {
+            "max_tokens": whole_items_budget(SETTLE_EVENTS),
+            "per_layer_limits": {"events": SETTLE_EVENTS},
+        },
+        "filters": {"metadata": {"labels": [written.item_label]}},
+    }
+
+
 def await_settled(log: Log, written: Written, deadline: Deadline) -> None:
     """Ask recall for the written text until the event ranks; best effort, never raises."""
     timing = log.timing
     end = time.monotonic() + timing.settle
     gap = timing.poll_interval
-    body: Dict[str, Any] = {
-        "scope": written.scope,
-        "query": written.text[:SETTLE_QUERY_CHARS],
-        "view": "granular",
-        "include": ["events"],
-    }
+    body = settle_body(written)
     while True:
         try:
             pack = log.recall(body, deadline)

@@ -97,6 +97,19 @@ class ActorCache:
             self._value = None
             self._epoch += 1
 
+    def learn(self, outcome: LookupOutcome) -> None:
+        """Record what a whoami answer outside a request's own lookup taught (``health``).
+
+        Only an unknown state is filled in, and "nothing learned" changes nothing.
+        """
+        state, value = outcome
+        if state is ActorState.UNKNOWN:
+            return
+        with self._lock:
+            if self._state is ActorState.UNKNOWN:
+                self._state = state
+                self._value = value
+
     def settled(self) -> Tuple[bool, Optional[str]]:
         """``(True, value)`` when known or absent (value ``None``); ``(False, None)`` when unknown.
 

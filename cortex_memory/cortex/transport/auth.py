@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.transport.failure import DASH
+from cortex_memory.cortex.transport.redact import scrub
 from cortex_memory.cortex.transport.text import excerpt, is_header_value, trim
 from cortex_memory.errors import UnauthorizedError
 
@@ -26,8 +27,8 @@ def authorization(credential: CortexCredential) -> str:
         raw = credential.bearer()
     except Exception as exc:
         # The source's own words may help the host ("signed out"); they are the
-        # host's text, never ours, and are cut like backend text.
-        detail = excerpt(str(exc))
+        # host's text, never ours, and are cut and scrubbed like backend text.
+        detail = excerpt(scrub(str(exc)))
         message = "the bearer source could not supply a credential"
         raise UnauthorizedError(f"{message}{DASH}{detail}" if detail else message) from exc
     if not isinstance(raw, str):

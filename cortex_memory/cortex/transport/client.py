@@ -19,6 +19,7 @@ mode                     attempts retried on               hosted ``Idempotency-
 ``retry_transient``      3 (6)    ``UnavailableError``     none
 ``json_keyed``           1        —                        the caller's claim
 ``probe``                1 GET    — (the body is not read) none
+``whoami``               1 GET    — (no actor header)      none (Direct only)
 ======================== ======== ======================== ==============================
 
 A read retries only on ``UnavailableError``, sleeping ``read_backoff × 2^(n−1)``
@@ -44,7 +45,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
 from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
-from cortex_memory.cortex.transport.actor import ActorState
+from cortex_memory.cortex.transport.actor import ActorState, actor_from_whoami
 from cortex_memory.cortex.transport.endpoint import Endpoint, is_loopback_host, parse_endpoint
 from cortex_memory.cortex.transport.exchange import Exchange, Family
 from cortex_memory.cortex.transport.failure import (
@@ -63,8 +64,8 @@ from cortex_memory.cortex.transport.proxy import (
 from cortex_memory.cortex.transport.response import Body, Response, encode_body
 from cortex_memory.cortex.transport.text import is_header_value, trim
 from cortex_memory.cortex.transport.tls import Tls, tls_settings
-from cortex_memory.cortex.wire import CortexWire
-from cortex_memory.errors import ConfigError, UnavailableError
+from cortex_memory.cortex.wire import CortexWire, Route
+from cortex_memory.errors import ConfigError, Error, UnavailableError
 
 __all__ = [
     "Body",
@@ -301,6 +302,28 @@ class HttpClient(Exchange):
                 attempt += 1
                 continue
             return response if attempt == 1 else replace(response, attempts=attempt)
+
+    def whoami(self, *, deadline: DeadlineLike = None) -> Optional[str]:
+        """One ``GET v1/auth/whoami`` without an actor header (Direct): the caller it names.
+
+        Returns the usable caller, or ``None`` when a 2xx answer names none. The answer
+        also teaches the shared actor cache, as the lookup before a first request would
+        (a 404 or 405: a server from before the actor model, no header). Failures raise
+        as usual; a 401 or 403 resets the cache.
+        """
+        route = self._wire.route(Route.WHOAMI)
+        try:
+            response = self._attempt(
+                "GET", route, None, Deadline.of(deadline), claim=None, parse=False, actor=False
+            )
+        except Error as err:
+            if err.status in (404, 405):
+                self._family.actor.learn(actor_from_whoami(err.status, b""))
+            raise
+        raw = response.data if isinstance(response.data, bytes) else b""
+        outcome = actor_from_whoami(response.status, raw)
+        self._family.actor.learn(outcome)
+        return outcome[1] if outcome[0] is ActorState.KNOWN else None
 
     def probe(self, route: str, *, deadline: DeadlineLike = None) -> Response:
         """One GET whose body is not read (the response is closed); failures map as usual."""

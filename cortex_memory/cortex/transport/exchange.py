@@ -49,6 +49,7 @@ from cortex_memory.cortex.transport.failure import (
 from cortex_memory.cortex.transport.pause import RateLimitPause
 from cortex_memory.cortex.transport.pool import new_pool_manager, no_retries
 from cortex_memory.cortex.transport.proxy import Proxy, proxy_auth_failure, proxy_failure
+from cortex_memory.cortex.transport.redact import Scrubber
 from cortex_memory.cortex.transport.response import Body, Response, decode_data, encode_body
 from cortex_memory.cortex.transport.tls import Tls
 from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
@@ -77,6 +78,11 @@ def _urllib3() -> Any:
 
 
 _URLLIB3: Any = None
+
+
+def _scrubber(bearer: str) -> Scrubber:
+    """The scrubber of an attempt that sent ``Authorization: bearer``."""
+    return Scrubber(bearer[len("Bearer ") :])
 
 
 class Family:
@@ -176,7 +182,8 @@ class Exchange:
         family = self._family
         family.pause.wait(deadline, where)
         relative = self._relative(route)
-        headers = {"Authorization": authorization(self._credential)}
+        bearer = authorization(self._credential)
+        headers = {"Authorization": bearer}
         headers.update(self._defaults)
         headers["Accept-Encoding"] = "identity"
         if payload is not None:
@@ -235,9 +242,13 @@ class Exchange:
                     raise proxy_failure(
                         exc, family.proxy, host=endpoint.host, hide=hide
                     ) from exc
-                raise transport_failure(exc, host=endpoint.host, hide=hide) from exc
+                raise transport_failure(
+                    exc, host=endpoint.host, hide=hide, scrubbed=_scrubber(bearer)
+                ) from exc
             WATCHDOG.follow(watch, response)
-            return self._answer(response, watch, route, where, deadline, by_deadline, read, parse)
+            return self._answer(
+                response, watch, route, where, deadline, by_deadline, read, parse, bearer
+            )
         finally:
             WATCHDOG.disarm(watch)
 
@@ -260,6 +271,7 @@ class Exchange:
         by_deadline: bool,
         read: bool,
         parse: bool,
+        bearer: str,
     ) -> Response:
         status = int(response.status)
         ok = 200 <= status < 300
@@ -306,11 +318,17 @@ class Exchange:
         if not ok:
             logger.debug("%s answered HTTP %d", where, status)
             raise status_failure(
-                status, bytes(raw), route=route, host=self._endpoint.host, hosted=self._wire.hosted
+                status,
+                bytes(raw),
+                route=route,
+                host=self._endpoint.host,
+                hosted=self._wire.hosted,
+                scrubbed=_scrubber(bearer),
             )
+        scrubbed = _scrubber(bearer)
         if not read or not parse:
             # Unparsed data is bytes (bytes(b) of a bytes object is that object).
-            return Response(status, bytes(raw) if read else None, response.headers)
+            return Response(status, bytes(raw) if read else None, response.headers, scrub=scrubbed)
         data = decode_data(
             status,
             raw,
@@ -318,8 +336,9 @@ class Exchange:
             route=route,
             host=self._endpoint.host,
             where=where,
+            scrubbed=scrubbed,
         )
-        return Response(status, data, response.headers)
+        return Response(status, data, response.headers, scrub=scrubbed)
 
     def _whoami(self, deadline: Deadline) -> LookupOutcome:
         """Ask ``v1/auth/whoami`` once (no actor header); never raises for a failed lookup."""

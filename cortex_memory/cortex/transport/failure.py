@@ -14,6 +14,12 @@ not be built is ``EngineError`` (:func:`build_failure`): no retry can help.
 
 :func:`health_reason` shortens a failure for a health report, withholding the
 backend's text.
+
+Backend text never enters a message as it came: the credential the attempt
+used, and any ``Bearer …`` or ``Authorization: …`` value, are scrubbed to
+``[redacted]`` first (:mod:`.redact`), in the excerpt and in the error code
+alike, so a server that echoes the token cannot put it in a message, a repr,
+a traceback or a log line.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import ssl
 from http import HTTPStatus
 from typing import Dict, Iterable, List, Optional, Tuple, Type
 
+from cortex_memory.cortex.transport.redact import Scrubber
 from cortex_memory.cortex.transport.text import excerpt
 from cortex_memory.errors import (
     ConflictError,
@@ -148,6 +155,11 @@ def _with_excerpt(head: str, text: str) -> str:
     return f"{head}{DASH}{detail}" if detail else head
 
 
+def _field(fields: Optional[Dict[str, object]], name: str, scrubbed: Scrubber) -> object:
+    value = fields.get(name) if fields else None
+    return scrubbed(value) if isinstance(value, str) else value
+
+
 def status_failure(
     status: int,
     body: bytes,
@@ -155,18 +167,22 @@ def status_failure(
     route: str,
     host: str,
     hosted: bool,
+    scrubbed: Optional[Scrubber] = None,
 ) -> Error:
     """Map a status failure (or a hosted 2xx ``success: false``) to its error.
 
     ``body`` is the (capped) error body; ``route`` may carry a query, which is
-    dropped from the message.
+    dropped from the message. ``scrubbed`` holds the attempt's credential: the
+    backend's text and codes are scrubbed of it (and of any bearer or
+    authorization value) before they enter the message.
     """
+    scrubbed = scrubbed if scrubbed is not None else Scrubber()
     where = f"memory API {strip_query(route)} on {host}"
     shown = status_text(status)
     fields = _parse_object(body) if body else None
     variant_status = status
     if hosted:
-        code = clean_code(fields.get("errorCode") if fields else None)
+        code = clean_code(_field(fields, "errorCode", scrubbed))
         if code is None:
             code = _HOSTED_DEFAULT_CODES.get(status, f"HTTP_{status}")
         if status == 400 and code == "CONFLICT":
@@ -181,6 +197,7 @@ def status_failure(
             )
         else:
             detail = _lossy(body)
+        detail = scrubbed(detail)
         if status in (401, 403):
             head = (
                 f"[{code}] {where}: the session expired or the API key was rejected "
@@ -193,12 +210,12 @@ def status_failure(
         message = _with_excerpt(head, detail)
         return variant_for(variant_status)(message, status=status, code=code)
 
-    direct_code = clean_code(fields.get("error_code") if fields else None)
+    direct_code = clean_code(_field(fields, "error_code", scrubbed))
     if status in (401, 403):
         head = f"{where}: the credential was rejected (HTTP {shown}); check the API key"
     else:
         head = f"{where} returned HTTP {shown}"
-    message = _with_excerpt(head, _lossy(body))
+    message = _with_excerpt(head, scrubbed(_lossy(body)))
     return variant_for(status)(message, status=status, code=direct_code)
 
 
@@ -245,11 +262,11 @@ def _causes(exc: BaseException) -> List[BaseException]:
     return found
 
 
-def _scrub(text: str, secrets_: Iterable[str]) -> str:
+def _scrub(text: str, secrets_: Iterable[str], scrubbed: Scrubber) -> str:
     for value in secrets_:
         if value:
             text = text.replace(value, "<request>")
-    return _URL.sub("<url>", text)
+    return scrubbed(_URL.sub("<url>", text))
 
 
 def _classify(exc: BaseException, chain: Tuple[BaseException, ...], lowered: str) -> str:
@@ -281,18 +298,20 @@ def transport_failure(
     host: str,
     timed_out: bool = False,
     hide: Iterable[str] = (),
+    scrubbed: Optional[Scrubber] = None,
 ) -> UnavailableError:
     """Map a fault with no response to ``UnavailableError`` named by its class.
 
     ``timed_out`` marks our own deadline (the watchdog fired), whatever error
     the cut socket produced. ``hide`` lists texts (the request URL, its path and
-    query) to cut out of the cause chain.
+    query) to cut out of the cause chain; ``scrubbed`` the attempt's credential.
     """
     head = f"memory API request to {host}"
     if timed_out:
         return UnavailableError(f"{head}: {_TIMED_OUT}")
     chain = tuple(_causes(exc))
-    texts = [_scrub(str(e), hide) for e in chain]
+    scrubbed = scrubbed if scrubbed is not None else Scrubber()
+    texts = [_scrub(str(e), hide, scrubbed) for e in chain]
     # Only the causes are searched for words: the top text names the host, and a
     # host called "tls.example.com" must not turn a refused connection into TLS.
     lowered = " ".join(texts).lower()

@@ -13,6 +13,7 @@ from typing import Any, List, Mapping, Optional, Union
 
 from cortex_memory.cortex.transport.body import RawBody
 from cortex_memory.cortex.transport.failure import status_failure
+from cortex_memory.cortex.transport.redact import Scrubber
 from cortex_memory.cortex.wire import unwrap_hosted
 from cortex_memory.errors import EngineError
 
@@ -42,14 +43,16 @@ class Response:
 
     ``data`` is the JSON value (hosted: the unwrapped ``data``; Direct: ``None``
     for an empty body); a :meth:`HttpClient.probe` leaves it ``None``.
-    ``attempts`` counts the attempts the call made. The repr shows neither
-    the body nor the headers.
+    ``attempts`` counts the attempts the call made. ``scrub`` cleans backend text
+    of the attempt's credential before it is logged (:mod:`.redact`). The repr
+    shows neither the body nor the headers.
     """
 
     status: int
     data: object = field(repr=False)
     headers: Mapping[str, str] = field(repr=False)
     attempts: int = 1
+    scrub: Scrubber = field(default_factory=Scrubber, repr=False, compare=False)
 
 
 def _reject_constant(name: str) -> object:
@@ -68,7 +71,14 @@ def _parse_json(raw: RawBody) -> object:
 
 
 def decode_data(
-    status: int, raw: RawBody, *, hosted: bool, route: str, host: str, where: str
+    status: int,
+    raw: RawBody,
+    *,
+    hosted: bool,
+    route: str,
+    host: str,
+    where: str,
+    scrubbed: Optional[Scrubber] = None,
 ) -> object:
     """The JSON value of a 2xx body; hosted: the envelope's ``data``.
 
@@ -89,4 +99,6 @@ def decode_data(
     unwrapped = unwrap_hosted(value, where)
     if unwrapped.ok:
         return unwrapped.data
-    raise status_failure(status, bytes(raw), route=route, host=host, hosted=True)
+    raise status_failure(
+        status, bytes(raw), route=route, host=host, hosted=True, scrubbed=scrubbed
+    )
