@@ -122,7 +122,7 @@ def build(
     while True:
         with write_transaction(conn):
             rows = conn.execute(
-                f"SELECT c.seq, c.id, w.item_json, w.text FROM {HIT_FROM} WHERE {where} "
+                f"SELECT c.seq, c.id, c.item_json, c.text FROM {HIT_FROM} WHERE {where} "
                 "AND c.seq > ? "
                 "ORDER BY c.seq LIMIT ?",
                 (*params, after, BATCH),

@@ -61,8 +61,7 @@ def _thread_rows(
     return [
         (int(seq), int(first), int(last), bool(asks))
         for seq, first, last, asks in conn.execute(
-            "SELECT c.seq, c.turns_first, c.turns_last, rtrim(w.text) LIKE '%?' "
-            "FROM items c JOIN item_bodies w ON w.seq = c.seq "
+            "SELECT c.seq, c.turns_first, c.turns_last, rtrim(c.text) LIKE '%?' FROM items c "
             f"WHERE {where_sql} AND c.thread_id = ? AND c.turns_first BETWEEN ? AND ?",
             (*where_params, thread, lo, hi),
         )

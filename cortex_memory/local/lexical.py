@@ -163,9 +163,10 @@ def fallback_candidates(
     corpus: Corpus,
     terms: Terms,
     where: Condition,
-) -> Tuple[Dict[int, str], Dict[str, int]]:
-    """Without FTS5: the texts of every admitted row that holds a term, and each
-    term's row count over the whole corpus (to score like the index would).
+) -> Tuple[Dict[int, str], Dict[str, int], Stats]:
+    """Without FTS5: the texts of every admitted row that holds a term, each
+    term's row count over the whole corpus and the corpus statistics (to
+    score like the index would).
 
     Reads every row of the corpus, so its cost grows with the file; it is the
     path for SQLite builds without FTS5, and ``use_fts=False``.
@@ -181,15 +182,17 @@ def fallback_candidates(
     }
     counts: Counter[str] = Counter()
     texts: Dict[int, str] = {}
-    for seq, text in conn.execute(
-        f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join}"
-    ):
-        held = wanted.intersection(stems_of(words_of(str(text))))
+    docs = total = 0
+    for seq, text in conn.execute(f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a}"):
+        words = words_of(str(text))
+        docs += 1
+        total += len(words)
+        held = wanted.intersection(stems_of(words))
         if held:
             counts.update(held)
             if int(seq) in admitted:
                 texts[int(seq)] = str(text)
-    return texts, {term: counts.get(term, 0) for term in terms.stems}
+    return texts, {term: counts.get(term, 0) for term in terms.stems}, Stats(docs, total)
 
 
 def _idf(docs: int, holding: int) -> float:

@@ -40,8 +40,10 @@ from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
     HIT_COLUMNS,
     HIT_FROM,
+    ID_FROM,
     chunks,
     hit_of,
+    id_condition,
     item_of,
     kind_of,
     meta_of,
@@ -152,11 +154,11 @@ def get_hits(
     unique = list(dict.fromkeys(ids))
     found: List[Hit] = []
     for chunk in chunks(unique):
-        marks = ", ".join("?" * len(chunk))
+        where, params = id_condition(cast(Sequence[str], chunk))
         for row in conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE c.tenant = ? AND c.id IN ({marks}) "
+            f"SELECT {HIT_COLUMNS} FROM {ID_FROM} WHERE {where} AND c.tenant = ? "
             f"AND {reach_sql}",
-            (tenant, *chunk, *reach_params),
+            (*params, tenant, *reach_params),
         ):
             hit = hit_of(row)
             if admitted_by(reach, hit.meta.namespace):

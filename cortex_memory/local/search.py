@@ -134,7 +134,7 @@ def _texts(conn: sqlite3.Connection, corpus: Corpus, seqs: Sequence[int]) -> Dic
     for start in range(0, len(seqs), 500):
         chunk = seqs[start : start + 500]
         for seq, text in conn.execute(
-            f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join} "
+            f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} "
             f"WHERE {a}.seq IN ({_marks(len(chunk))})",
             tuple(chunk),
         ):
@@ -153,15 +153,15 @@ def _keyword(
     bounded: bool,
 ) -> Tuple[Ranked, List[int]]:
     """The keyword list, and the candidate rows it was scored from."""
-    stats = read_stats(conn, corpus)
     if use_fts:
+        stats = read_stats(conn, corpus)
         counts = document_counts(conn, corpus, query.terms.stems)
         found = candidates(
             conn, corpus, query.terms, where, size, bounded=bounded, counts=counts
         )
         texts = _texts(conn, corpus, found)
     else:
-        texts, counts = fallback_candidates(conn, corpus, query.terms, where)
+        texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
         found = list(texts)
     scored = score_rows(query.terms, texts, counts, stats)
     return [(seq, score) for seq, score, _bm25 in scored[:size]], found

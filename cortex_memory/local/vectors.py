@@ -120,7 +120,7 @@ def _stale_rows(
         (int(seq), str(text))
         for seq, text in conn.execute(
             f"SELECT {corpus.alias}.seq, {corpus.text} FROM {corpus.table} {corpus.alias} "
-            f"{corpus.text_join} LEFT JOIN {corpus.vectors} v ON v.seq = {corpus.alias}.seq "
+            f"LEFT JOIN {corpus.vectors} v ON v.seq = {corpus.alias}.seq "
             f"WHERE {corpus.alias}.seq > ? AND (v.seq IS NULL OR v.model != ?) "
             f"ORDER BY {corpus.alias}.seq LIMIT ?",
             (after, key, REEMBED_BATCH),

@@ -12,7 +12,7 @@ rows go.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from cortex_memory.contract import (
     ItemKind,
@@ -22,15 +22,16 @@ from cortex_memory.contract import (
     StoreReceipt,
 )
 from cortex_memory.local.connections import write_transaction
-from cortex_memory.local.corpus import ITEMS, add_stats
 from cortex_memory.local.schema import mark_fts_stale
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
     HIT_FROM,
+    ID_FROM,
     Prepared,
     chunks,
     delete_seqs,
     held_ids,
+    id_condition,
     insert_many,
     kind_of,
     meta_of,
@@ -75,10 +76,8 @@ def _fresh(
 
 
 def _count(conn: sqlite3.Connection, fresh: Sequence[Prepared], fts: bool) -> None:
-    if fresh:
-        add_stats(conn, ITEMS, len(fresh), sum(item.words for item in fresh))
-        if not fts:
-            mark_fts_stale(conn)
+    if fresh and not fts:
+        mark_fts_stale(conn)
 
 
 def _write_all(
@@ -170,19 +169,15 @@ def forget_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[str], *, fts
     removed = 0
     with write_transaction(conn):
         for chunk in chunks(unique):
+            where, params = id_condition(cast(Sequence[str], chunk))
             seqs = [
                 int(row[0])
                 for row in conn.execute(
-                    f"SELECT seq FROM items WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
-                    (tenant, *chunk),
+                    f"SELECT c.seq FROM {ID_FROM} WHERE {where} AND c.tenant = ?", (*params, tenant)
                 )
             ]
             removed += _finish_delete(conn, seqs, fts)
     return removed
-
-
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
 
 
 def _matching_slices(
@@ -195,7 +190,7 @@ def _matching_slices(
     after = 0
     while True:
         rows = conn.execute(
-            f"SELECT c.seq, c.id, c.kind, w.item_json FROM {HIT_FROM} WHERE {where} "
+            f"SELECT c.seq, c.id, c.kind, c.item_json FROM {HIT_FROM} WHERE {where} "
             "AND c.seq > ? ORDER BY c.seq LIMIT ?",
             (*params, after, SCAN),
         ).fetchall()
@@ -230,10 +225,11 @@ def forget_within(
     removed = 0
     with write_transaction(conn):
         for chunk in chunks(ids):
+            where, params = id_condition(cast(Sequence[str], chunk))
             rows = conn.execute(
-                f"SELECT c.seq, c.id, w.item_json FROM {HIT_FROM} WHERE c.tenant = ? "
-                f"AND c.id IN ({_marks(len(chunk))}) AND {reach_sql}",
-                (tenant, *chunk, *reach_params),
+                f"SELECT c.seq, c.id, c.item_json FROM {ID_FROM} WHERE {where} "
+                f"AND c.tenant = ? AND {reach_sql}",
+                (*params, tenant, *reach_params),
             ).fetchall()
             doomed = [
                 seq for seq, item_id, item_json in rows

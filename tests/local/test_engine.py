@@ -261,7 +261,7 @@ def test_an_unreadable_row_is_reported_not_guessed(
     good, bad = (engine.store(StoreItem.document(t)).id for t in ("good", "bad"))
     conn = sqlite3.connect(db_path)
     conn.execute(
-        "UPDATE item_bodies SET item_json = '{' WHERE seq = "
+        "UPDATE items SET item_json = '{' WHERE seq = "
         "(SELECT seq FROM items WHERE id = ?)", (bad,),
     )
     conn.commit()
