@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Columns :func:`belief_hit` reads, in order.
-BELIEF_COLUMNS = "b.seq, b.id, b.namespace, b.text, b.miss"
+BELIEF_COLUMNS = BELIEFS.columns
 
 _PUNCTUATION = re.compile(r"[\s.!?;:,]+$")
 _SPACES = re.compile(r"\s+")

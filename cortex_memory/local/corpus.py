@@ -16,9 +16,23 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import List
+from typing import Any, List, Tuple
 
-__all__ = ["BELIEFS", "ITEMS", "Corpus", "Stats", "decode_varints", "read_stats"]
+__all__ = [
+    "BELIEFS",
+    "ITEMS",
+    "TEXT_COLUMN",
+    "THREAD_COLUMNS",
+    "Corpus",
+    "Row",
+    "Stats",
+    "decode_varints",
+    "read_stats",
+    "stats_of",
+]
+
+#: A row of :attr:`Corpus.columns`.
+Row = Tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -29,6 +43,7 @@ class Corpus:
     table: str
     alias: str
     text: str  # the SQL expression of a row's text (a column of the row)
+    columns: str  # what a ranked read returns of a row: seq first, the text fourth
     fts: str  # the FTS5 table (when the build has FTS5)
     vocab: str  # its fts5vocab table (terms and document counts)
     vectors: str  # (seq, model, vec) rows
@@ -40,10 +55,22 @@ class Corpus:
         return f"{self.fts}_data"
 
 
-ITEMS = Corpus("items", "items", "c", "c.text", "items_fts", "items_vocab", "item_vectors", True)
+#: Where :attr:`Corpus.columns` has a row's text.
+TEXT_COLUMN = 3
+
+#: Where ``ITEMS.columns`` has a row's thread and first and last turn.
+THREAD_COLUMNS = slice(6, 9)
+
+ITEMS = Corpus(
+    "items", "items", "c", "c.text",
+    "c.seq, c.id, c.kind, c.text, c.confidence, c.item_json, c.thread_id, c.turns_first, "
+    "c.turns_last",
+    "items_fts", "items_vocab", "item_vectors", True,
+)  # fmt: skip
 BELIEFS = Corpus(
-    "beliefs", "beliefs", "b", "b.text", "beliefs_fts", "beliefs_vocab", "belief_vectors", False
-)
+    "beliefs", "beliefs", "b", "b.text", "b.seq, b.id, b.namespace, b.text, b.miss",
+    "beliefs_fts", "beliefs_vocab", "belief_vectors", False,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -81,10 +108,15 @@ def decode_varints(blob: bytes) -> List[int]:
     return out
 
 
-def read_stats(conn: sqlite3.Connection, corpus: Corpus) -> Stats:
-    """The statistics of ``corpus`` as its FTS5 index counts them (committed writes)."""
-    row = conn.execute(f"SELECT block FROM {corpus.fts_data} WHERE id = 1").fetchone()
-    values = decode_varints(bytes(row[0])) if row is not None and row[0] is not None else []
+def stats_of(block: object) -> Stats:
+    """The statistics an FTS5 averages record (a ``bytes`` value, or None) holds."""
+    values = decode_varints(block) if isinstance(block, bytes) else []
     if len(values) < 2:
         return Stats(0, 0)  # an index never written to
     return Stats(values[0], values[1])
+
+
+def read_stats(conn: sqlite3.Connection, corpus: Corpus) -> Stats:
+    """The statistics of ``corpus`` as its FTS5 index counts them (committed writes)."""
+    row = conn.execute(f"SELECT block FROM {corpus.fts_data} WHERE id = 1").fetchone()
+    return stats_of(None if row is None else row[0])

@@ -36,17 +36,20 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from cortex_memory.local.corpus import Corpus, Stats
+from cortex_memory.local.corpus import Corpus, Row, Stats, stats_of
+from cortex_memory.local.schema import FTS_OK
 from cortex_memory.local.sqlfilter import Condition
 from cortex_memory.local.text import content_words, query_words, stem, stems_of, words_of
 
 __all__ = [
     "BROAD_TERM_ROWS",
     "EXACT_BOOST",
+    "StaleIndex",
     "Terms",
     "candidates",
     "document_counts",
     "fallback_candidates",
+    "needs_counts",
     "rarity",
     "score_rows",
 ]
@@ -89,19 +92,38 @@ class Terms:
         return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
+class StaleIndex(Exception):
+    """The keyword index missed writes (made without it): rebuild it, then read again."""
+
+
 def document_counts(
     conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
-) -> Dict[str, int]:
-    """Rows of the index holding each stem (from its vocabulary; 0 when absent)."""
+) -> Tuple[Stats, Dict[str, int]]:
+    """The corpus statistics and the rows holding each stem (0 when absent), in one read.
+
+    The same statement checks that the index is up to date (``fts_state``)
+    and raises :class:`StaleIndex` when it is not. Each stem is looked up by
+    equality (an ``IN`` list would make SQLite walk the whole vocabulary);
+    counting a stem walks the index's list of the rows that hold it (in C,
+    but in time that grows with that count). With no stems, only the
+    statistics are read.
+    """
     counts = dict.fromkeys(stems, 0)
-    if not stems:
-        return counts
-    marks = ", ".join("?" * len(stems))
-    for term, docs in conn.execute(
-        f"SELECT term, doc FROM {corpus.vocab} WHERE term IN ({marks})", tuple(stems)
-    ):
-        counts[str(term)] = int(docs)
-    return counts
+    parts = [
+        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
+        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
+    ]
+    parts.extend(f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?" for _ in stems)
+    stats = Stats(0, 0)
+    for kind, term, value in conn.execute(" UNION ALL ".join(parts), tuple(stems)):
+        if kind == 0:
+            if value != FTS_OK:
+                raise StaleIndex(value)
+        elif kind == 1:
+            stats = stats_of(value)
+        else:
+            counts[str(term)] = int(value)
+    return stats, counts
 
 
 def _fts_rows(
@@ -111,14 +133,15 @@ def _fts_rows(
     where: Condition,
     order: str,
     size: int,
-) -> List[int]:
+) -> List[Row]:
     a = corpus.alias
     where_sql, where_params = where
     sql = (
-        f"SELECT {a}.seq FROM {corpus.fts} f JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
-        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql} ORDER BY {order} LIMIT ?"
+        f"SELECT {corpus.columns} FROM {corpus.fts} f JOIN {corpus.table} {a} "
+        f"ON {a}.seq = f.rowid WHERE f.{corpus.fts} MATCH ? AND {where_sql} "
+        f"ORDER BY {order} LIMIT ?"
     )
-    return [int(row[0]) for row in conn.execute(sql, (expression, *where_params, size))]
+    return conn.execute(sql, (expression, *where_params, size)).fetchall()
 
 
 def candidates(
@@ -129,14 +152,16 @@ def candidates(
     size: int,
     *,
     bounded: bool,
-    counts: Optional[Mapping[str, int]] = None,
-) -> List[int]:
-    """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's BM25) first."""
+    counts: Optional[Mapping[str, int]],
+) -> List[Row]:
+    """Up to ``size`` rows (:attr:`Corpus.columns`) the filter admits that hold a
+    term, best (by SQLite's BM25) first. ``counts`` are the terms' row counts
+    (a bounded plan needs them)."""
     if not terms.stems:
         return []
     if not bounded:
         return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size)
-    counts = counts if counts is not None else document_counts(conn, corpus, terms.stems)
+    assert counts is not None
     held = [term for term in terms.stems if counts.get(term, 0) > 0]
     if not held:
         return []
@@ -199,6 +224,16 @@ def _idf(docs: int, holding: int) -> float:
     return math.log(1.0 + (docs - holding + 0.5) / (holding + 0.5))
 
 
+def needs_counts(terms: Terms, bounded: bool) -> bool:
+    """Whether ranking ``terms`` needs each one's row count.
+
+    A bounded plan picks its candidates by them; scores weigh terms against
+    each other by them. A lone term in an unbounded plan needs none: its
+    weight divides out of its score (see :func:`score_rows`).
+    """
+    return bounded or len(terms.stems) > 1
+
+
 def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, float]:
     """Each term's BM25 idf in the corpus (what :func:`score_rows` weighs it by)."""
     docs = max(stats.docs, 1)
@@ -206,35 +241,37 @@ def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, f
 
 
 def score_rows(
-    terms: Terms, texts: Mapping[int, str], counts: Mapping[str, int], stats: Stats
+    terms: Terms, texts: Mapping[int, str], counts: Optional[Mapping[str, int]], stats: Stats
 ) -> List[Tuple[int, float, float]]:
     """``(seq, score, bm25)`` of every row holding a term, best first.
 
     ``score`` is in [0, 1] (see the module's docstring); rows are ordered by
-    the uncapped boosted BM25, then by age (the older row first).
+    the uncapped boosted BM25, then by age (the older row first). ``counts``
+    may be None for a lone term: its idf scales every row's BM25 and the
+    ideal alike, so scores and order do not depend on it (it is taken as 1).
     """
     if not terms.stems:
         return []
     average = stats.average_length
-    idf = rarity(terms, counts, stats)
+    idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
     ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
+    wanted = [(term, idf[term], tuple(terms.forms[term])) for term in terms.stems]
     out: List[Tuple[int, float, float]] = []
     for seq, text in texts.items():
         words = words_of(text)
         if not words:
             continue
-        forms = set(words)
-        stems = Counter(stems_of(words))
+        stems = stems_of(words)
         norm = K1 * (1.0 - B + B * len(words) / average)
         total = 0.0
-        for term in terms.stems:
-            tf = stems.get(term, 0)
+        for term, weight, forms in wanted:
+            tf = stems.count(term)
             if not tf:
                 continue
-            weight = idf[term] * tf * (K1 + 1.0) / (tf + norm)
-            if not forms.isdisjoint(terms.forms[term]):
-                weight *= 1.0 + EXACT_BOOST
-            total += weight
+            gain = weight * tf * (K1 + 1.0) / (tf + norm)
+            if any(form in words for form in forms):
+                gain *= 1.0 + EXACT_BOOST
+            total += gain
         if total > 0.0:
             out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
     out.sort(key=lambda row: (-row[2], row[0]))

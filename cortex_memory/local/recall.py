@@ -39,7 +39,7 @@ from cortex_memory.contract import (
     StoreItem,
     TextBody,
 )
-from cortex_memory.local.embedders import Embedder, cosine, embed_all, unpack
+from cortex_memory.local.embedders import Embedder, cosines
 from cortex_memory.local.search import Query
 from cortex_memory.local.text import (
     content_words,
@@ -163,8 +163,7 @@ class _Candidate:
 def _cosines(query: Query, texts: Sequence[str], embedder: Optional[Embedder]) -> List[float]:
     if query.vector is None or embedder is None or not texts:
         return [0.0] * len(texts)
-    q = unpack(query.vector)
-    return [max(0.0, cosine(q, unpack(blob))) for blob in embed_all(embedder, texts)]
+    return [max(0.0, value) for value in cosines(embedder, query.vector, texts)]
 
 
 def _weights(

@@ -60,7 +60,7 @@ __all__ = [
 
 #: Columns a hit is built from, in the order :func:`hit_of` reads them
 #: (of ``items c``; see :data:`HIT_FROM`).
-HIT_COLUMNS = "c.seq, c.id, c.kind, c.text, c.confidence, c.item_json"
+HIT_COLUMNS = ITEMS.columns
 #: The table :data:`HIT_COLUMNS` read.
 HIT_FROM = "items c"
 #: Characters of text ``list_preview`` keeps.

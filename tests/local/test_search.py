@@ -292,10 +292,16 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
     with mem._session("testing") as conn:
         where = filter_condition(MetaFilter(), "default")
         terms = lexical.Terms.of("common")
-        bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True)
-        exhaustive = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=False)
-    assert bounded == list(range(152, 132, -1))  # seq 152 is the zebra, the newest
-    assert exhaustive[0] == 1  # the short old row, by BM25
+        _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+        assert counts == {"common": 152}
+        bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True, counts=counts)
+        exhaustive = lexical.candidates(
+            conn, ITEMS, terms, where, 20, bounded=False, counts=counts
+        )
+    # seq 152 is the zebra, the newest
+    assert [row[0] for row in bounded] == list(range(152, 132, -1))
+    assert exhaustive[0][0] == 1  # the short old row, by BM25
+    assert exhaustive[0][3] == "common"  # rows come whole: the text is the fourth column
 
 
 def _turns(engine: LocalEngine, thread: str, lines: List[str]) -> None:
