@@ -38,6 +38,7 @@ import math
 import zlib
 from array import array
 from functools import lru_cache
+from itertools import filterfalse
 from operator import mul
 from typing import Dict, List, Protocol, Sequence, Tuple, runtime_checkable
 
@@ -86,6 +87,8 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """One vector per text, in order."""
 
+
+_STOPWORD = STOPWORDS.__contains__
 
 # A word's vector is kept as one integer holding its signed trigram counts,
 # one 32-bit field per bucket (see :func:`_word_packed`).
@@ -185,13 +188,16 @@ class NgramEmbedder:
         out: List[array[int]] = []
         for text in texts:
             words = words_of(text)
-            kept = [w for w in words if w not in STOPWORDS] or words
-            total = 0
-            for word in kept:
-                packed = cache.get(word)
-                if packed is None:
-                    packed = cache[word] = _word_packed(word, dims)
-                total += packed
+            kept = list(filterfalse(_STOPWORD, words)) or words
+            try:
+                total = sum(map(cache.__getitem__, kept))  # every word seen before: in C
+            except KeyError:
+                total = 0
+                for word in kept:
+                    packed = cache.get(word)
+                    if packed is None:
+                        packed = cache[word] = _word_packed(word, dims)
+                    total += packed
             out.append(_unpack_counts(total, dims))
         return out
 

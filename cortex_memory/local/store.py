@@ -224,46 +224,57 @@ def _restore(value: object, text: str) -> object:
     return value
 
 
-def held_ids(conn: sqlite3.Connection, tenant: str, ids: Sequence[str]) -> Set[str]:
-    """Which of ``ids`` ``tenant`` already holds."""
-    held: Set[str] = set()
-    for chunk in chunks(ids):
-        where, params = id_condition(cast(Sequence[str], chunk))
-        held.update(
-            str(row[0])
-            for row in conn.execute(
-                f"SELECT c.id FROM {ID_FROM} WHERE {where} AND c.tenant = ?", (*params, tenant)
-            )
-        )
-    return held
-
-
 #: The next ``seq``: above every row's, and above every deleted row's.
 _NEXT_SEQ = (
-    "SELECT max(coalesce((SELECT max(seq) FROM items), 0), "
+    "SELECT NULL, max(coalesce((SELECT max(seq) FROM items), 0), "
     "(SELECT value FROM stats WHERE key = 'items_seq')) + 1"
 )
+
+
+def held_ids(
+    conn: sqlite3.Connection, tenant: str, ids: Sequence[str]
+) -> Tuple[Set[str], int]:
+    """Which of ``ids`` ``tenant`` already holds, and the ``seq`` the next new item gets.
+
+    One statement for both (a store of one item is mostly statements).
+    """
+    held: Set[str] = set()
+    first = 0
+    if not ids:
+        return held, int(conn.execute(_NEXT_SEQ).fetchone()[1])
+    for chunk in chunks(ids):
+        where, params = id_condition(cast(Sequence[str], chunk))
+        for item_id, seq in conn.execute(
+            f"SELECT c.id, NULL FROM {ID_FROM} WHERE {where} AND c.tenant = ? "
+            f"UNION ALL {_NEXT_SEQ}",
+            (*params, tenant),
+        ):
+            if item_id is None:
+                first = int(seq)
+            else:
+                held.add(str(item_id))
+    return held, first
 
 
 def insert_many(
     conn: sqlite3.Connection,
     tenant: str,
     items: Sequence[Prepared],
+    first: int,
     *,
     fts: bool,
     model: Optional[int],
 ) -> None:
-    """Write ``items`` for ``tenant`` (the caller checked none is held).
+    """Write ``items`` for ``tenant`` as rows ``first``, ``first + 1``, …
 
-    Runs inside the caller's write transaction, which makes the check and the
-    insert one atomic step across threads and processes. Each table gets one
-    statement for the whole batch: the items' ``seq`` values are given out
-    here (the write lock is held), after every ``seq`` an item ever had.
-    ``model`` is the key of the embedder that made the items' vectors.
+    The caller checked, in the same write transaction, that none is held and
+    that ``first`` is above every ``seq`` an item ever had (:func:`held_ids`),
+    which makes the check and the insert one atomic step across threads and
+    processes. Each table gets one statement for the whole batch. ``model``
+    is the key of the embedder that made the items' vectors.
     """
     if not items:
         return
-    first = int(conn.execute(_NEXT_SEQ).fetchone()[0])
     seqs = range(first, first + len(items))
     shapes: Dict[Tuple[int, ...], List[Tuple[object, ...]]] = {}
     for s, i in zip(seqs, items):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from itertools import filterfalse
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, cast
 
 from cortex_memory.local.porter import stem
@@ -68,6 +69,9 @@ STOPWORDS: FrozenSet[str] = frozenset(
         "with", "won", "would", "you", "your", "yours", "yourself",
     )
 )  # fmt: skip
+
+
+_STOPWORD = STOPWORDS.__contains__
 
 
 def _strip_marks(text: str) -> str:
@@ -155,7 +159,7 @@ def query_words(text: str) -> Tuple[str, ...]:
 
 def content_words(words: Sequence[str]) -> Tuple[str, ...]:
     """``words`` without :data:`STOPWORDS`, or all of them when nothing else is left."""
-    kept = tuple(word for word in words if word not in STOPWORDS)
+    kept = tuple(filterfalse(_STOPWORD, words))
     return kept if kept else tuple(words)
 
 

@@ -61,9 +61,10 @@ class _ItemFailed(Exception):
 
 def _fresh(
     conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared]
-) -> Tuple[List[StoreReceipt], List[Prepared]]:
-    """Receipts in item order, and the items to write (not held, first copies)."""
-    held = held_ids(conn, tenant, [item.id for item in batch])
+) -> Tuple[List[StoreReceipt], List[Prepared], int]:
+    """Receipts in item order, the items to write (not held, first copies) and
+    the ``seq`` the first of them gets."""
+    held, first = held_ids(conn, tenant, [item.id for item in batch])
     receipts: List[StoreReceipt] = []
     fresh: List[Prepared] = []
     for item in batch:
@@ -72,7 +73,7 @@ def _fresh(
         if not replay:
             held.add(item.id)
             fresh.append(item)
-    return receipts, fresh
+    return receipts, fresh, first
 
 
 def _count(conn: sqlite3.Connection, fresh: Sequence[Prepared], fts: bool) -> None:
@@ -87,8 +88,8 @@ def _write_all(
     fts: bool,
     model: Optional[int],
 ) -> List[StoreReceipt]:
-    receipts, fresh = _fresh(conn, tenant, batch)
-    insert_many(conn, tenant, fresh, fts=fts, model=model)
+    receipts, fresh, first = _fresh(conn, tenant, batch)
+    insert_many(conn, tenant, fresh, first, fts=fts, model=model)
     _count(conn, fresh, fts)
     return receipts
 
@@ -102,11 +103,11 @@ def _write_one_by_one(
 ) -> List[StoreReceipt]:
     # The slow path, taken only when the batched statements failed: find the
     # item that fails, keeping the ones before it.
-    receipts, fresh = _fresh(conn, tenant, batch)
+    receipts, fresh, first = _fresh(conn, tenant, batch)
     done: List[Prepared] = []
-    for item in fresh:
+    for offset, item in enumerate(fresh):
         try:
-            insert_many(conn, tenant, [item], fts=fts, model=model)
+            insert_many(conn, tenant, [item], first + offset, fts=fts, model=model)
         except Exception as exc:
             _count(conn, done, fts)
             raise _ItemFailed(batch.index(item), exc) from exc
