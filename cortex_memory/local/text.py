@@ -22,7 +22,7 @@ import re
 import unicodedata
 from functools import lru_cache
 from itertools import filterfalse
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple, cast
+from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 from cortex_memory.local.porter import stem
 
@@ -136,15 +136,18 @@ def stems_of(words: Sequence[str]) -> List[str]:
     lost write is computed again).
     """
     cache = _STEMS
-    out: List[Optional[str]] = list(map(cache.get, words))
-    if None in out:
-        if len(cache) > _STEM_CACHE:
-            cache.clear()
-        for i, found in enumerate(out):
-            if found is None:
-                word = words[i]
-                out[i] = cache[word] = stem(word)
-    return cast(List[str], out)
+    try:
+        return list(map(cache.__getitem__, words))
+    except KeyError:
+        pass
+    if len(cache) > _STEM_CACHE:
+        cache.clear()
+    for word in set(words).difference(cache):
+        cache[word] = stem(word)
+    try:
+        return list(map(cache.__getitem__, words))
+    except KeyError:  # another thread started the memory afresh meanwhile
+        return [stem(word) for word in words]
 
 
 @lru_cache(maxsize=4096)
