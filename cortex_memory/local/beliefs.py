@@ -153,7 +153,7 @@ def drop_sources(conn: sqlite3.Connection, items: Sequence[object], *, fts: bool
 
 def belief_hit(row: Sequence[object], score: float = 0.0) -> Hit:
     """The hit for a row of :data:`BELIEF_COLUMNS`: a learning tagged ``belief``."""
-    _seq, belief_id, ns_key, text, miss = row
+    _seq, belief_id, ns_key, text, miss = row[:5]
     ns = Namespace.parse(str(ns_key)) if ns_key else Namespace.root()
     confidence = min(1.0, max(0.0, 1.0 - float(cast(float, miss))))
     return Hit(

@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from cortex_memory.local.corpus import Corpus, Row, Stats, stats_of
+from cortex_memory.local.corpus import Corpus, Row, Stats, decode_varints, stats_of
 from cortex_memory.local.schema import FTS_OK
 from cortex_memory.local.sqlfilter import Condition
 from cortex_memory.local.text import content_words, query_words, stem, stems_of, words_of
@@ -44,6 +44,8 @@ from cortex_memory.local.text import content_words, query_words, stem, stems_of,
 __all__ = [
     "BROAD_TERM_ROWS",
     "EXACT_BOOST",
+    "MARK_CLOSE",
+    "MARK_OPEN",
     "StaleIndex",
     "Terms",
     "candidates",
@@ -126,6 +128,10 @@ def document_counts(
     return stats, counts
 
 
+#: Around each token the index matched, in the text ``highlight()`` returns.
+MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
+
+
 def _fts_rows(
     conn: sqlite3.Connection,
     corpus: Corpus,
@@ -136,10 +142,14 @@ def _fts_rows(
 ) -> List[Row]:
     a = corpus.alias
     where_sql, where_params = where
+    # Each row also comes with its text as highlight() marks the tokens the
+    # expression matched, and its length in tokens (the index's docsize):
+    # scoring then reads the matched tokens only (see :func:`score_rows`).
     sql = (
-        f"SELECT {corpus.columns} FROM {corpus.fts} f JOIN {corpus.table} {a} "
-        f"ON {a}.seq = f.rowid WHERE f.{corpus.fts} MATCH ? AND {where_sql} "
-        f"ORDER BY {order} LIMIT ?"
+        f"SELECT {corpus.columns}, highlight(f.{corpus.fts}, 0, char(2), char(3)), d.sz "
+        f"FROM {corpus.fts} f JOIN {corpus.fts}_docsize d ON d.id = f.rowid "
+        f"JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
+        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql} ORDER BY {order} LIMIT ?"
     )
     return conn.execute(sql, (expression, *where_params, size)).fetchall()
 
@@ -153,18 +163,23 @@ def candidates(
     *,
     bounded: bool,
     counts: Optional[Mapping[str, int]],
-) -> List[Row]:
-    """Up to ``size`` rows (:attr:`Corpus.columns`) the filter admits that hold a
-    term, best (by SQLite's BM25) first. ``counts`` are the terms' row counts
-    (a bounded plan needs them)."""
+) -> Tuple[List[Row], bool]:
+    """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's
+    BM25) first, and whether their marks cover every term the rows may hold.
+
+    Each row is :attr:`Corpus.columns`, then the text with the matched tokens
+    marked and the row's length (see :func:`_fts_rows`). ``counts`` are the
+    terms' row counts (a bounded plan needs them); when a bounded plan leaves
+    terms out of its expression, the marks miss them and the flag is False.
+    """
     if not terms.stems:
-        return []
+        return [], True
     if not bounded:
-        return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size)
+        return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size), True
     assert counts is not None
     held = [term for term in terms.stems if counts.get(term, 0) > 0]
     if not held:
-        return []
+        return [], True
     # The rarest terms, as long as the rows they hold stay within the budget.
     narrow: List[str] = []
     budget = BROAD_TERM_ROWS
@@ -174,13 +189,13 @@ def candidates(
         narrow.append(term)
         budget -= counts[term]
     if narrow:
-        return _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
+        rows = _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
+        return rows, len(narrow) == len(held)
     # Every term is broad: the newest rows holding one of them (the index reads
     # its rows in descending rowid order without sorting them), ranked by score
     # afterwards.
-    return _fts_rows(
-        conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size
-    )
+    rows = _fts_rows(conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size)
+    return rows, True
 
 
 def fallback_candidates(
@@ -240,8 +255,49 @@ def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, f
     return {t: _idf(max(docs, counts.get(t, 0)), counts.get(t, 0)) for t in terms.stems}
 
 
+#: What scoring needs of a row: its length in words, and per term met, how
+#: often its stem occurs and whether the query's own form does.
+_Tally = Tuple[int, Dict[str, int], FrozenSet[str]]
+
+
+def _tally_text(terms: Terms, text: str) -> _Tally:
+    words = words_of(text)
+    stems = stems_of(words)
+    found: Dict[str, int] = {}
+    exact: List[str] = []
+    for term in terms.stems:
+        tf = stems.count(term)
+        if tf:
+            found[term] = tf
+            if any(form in words for form in terms.forms[term]):
+                exact.append(term)
+    return len(words), found, frozenset(exact)
+
+
+def _tally_marks(terms: Terms, marked: str, size: bytes) -> _Tally:
+    # Only the tokens the index matched are read: each is a word of the row
+    # whose stem is a query term (the index and words_of tokenize alike).
+    found: Dict[str, int] = {}
+    exact: List[str] = []
+    for piece in marked.split(MARK_OPEN)[1:]:
+        for word in words_of(piece.split(MARK_CLOSE, 1)[0]):
+            term = stems_of((word,))[0]
+            forms = terms.forms.get(term)
+            if forms is None:
+                continue
+            found[term] = found.get(term, 0) + 1
+            if word in forms:
+                exact.append(term)
+    lengths = decode_varints(size)
+    return (lengths[0] if lengths else 0), found, frozenset(exact)
+
+
 def score_rows(
-    terms: Terms, texts: Mapping[int, str], counts: Optional[Mapping[str, int]], stats: Stats
+    terms: Terms,
+    texts: Mapping[int, str],
+    counts: Optional[Mapping[str, int]],
+    stats: Stats,
+    marks: Optional[Mapping[int, Tuple[str, bytes]]] = None,
 ) -> List[Tuple[int, float, float]]:
     """``(seq, score, bm25)`` of every row holding a term, best first.
 
@@ -249,30 +305,33 @@ def score_rows(
     the uncapped boosted BM25, then by age (the older row first). ``counts``
     may be None for a lone term: its idf scales every row's BM25 and the
     ideal alike, so scores and order do not depend on it (it is taken as 1).
+
+    ``marks`` (from :func:`candidates`, when they cover every term) hold each
+    row's text with the index's matches marked and its length: the row is
+    then scored from its marked tokens alone, the same score as from its
+    whole text (a row whose text holds a mark character is read whole).
     """
     if not terms.stems:
         return []
     average = stats.average_length
     idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
     ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
-    wanted = [(term, idf[term], tuple(terms.forms[term])) for term in terms.stems]
     out: List[Tuple[int, float, float]] = []
     for seq, text in texts.items():
-        words = words_of(text)
-        if not words:
+        mark = None if marks is None else marks.get(seq)
+        if mark is not None and MARK_OPEN not in text and MARK_CLOSE not in text:
+            length, found, exact = _tally_marks(terms, mark[0], mark[1])
+        else:
+            length, found, exact = _tally_text(terms, text)
+        if not found or not length:
             continue
-        stems = stems_of(words)
-        norm = K1 * (1.0 - B + B * len(words) / average)
+        norm = K1 * (1.0 - B + B * length / average)
         total = 0.0
-        for term, weight, forms in wanted:
-            tf = stems.count(term)
-            if not tf:
-                continue
-            gain = weight * tf * (K1 + 1.0) / (tf + norm)
-            if any(form in words for form in forms):
+        for term, tf in found.items():
+            gain = idf[term] * tf * (K1 + 1.0) / (tf + norm)
+            if term in exact:
                 gain *= 1.0 + EXACT_BOOST
             total += gain
-        if total > 0.0:
-            out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
+        out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
     out.sort(key=lambda row: (-row[2], row[0]))
     return out

@@ -182,18 +182,22 @@ def _keyword(
         stats, counts = document_counts(conn, corpus, wanted)
         if not wanted:
             counts = None
-        found = candidates(
+        found, covered = candidates(
             conn, corpus, query.terms, where, size, bounded=bounded, counts=counts
         )
         texts: Dict[int, str] = {}
+        marks: Optional[Dict[int, Tuple[str, bytes]]] = {} if covered else None
         for row in found:
             seq = int(row[0])
             ranking.rows[seq] = row
             texts[seq] = str(row[TEXT_COLUMN])
+            if marks is not None:
+                marks[seq] = (str(row[-2]), bytes(row[-1]))
     else:
         texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
+        marks = None
     ranking.stats, ranking.counts = stats, counts
-    scored = score_rows(query.terms, texts, counts, stats)
+    scored = score_rows(query.terms, texts, counts, stats, marks)
     return [(seq, score) for seq, score, _bm25 in scored[:size]], list(texts)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta, timezone
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -294,10 +294,13 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
         terms = lexical.Terms.of("common")
         _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
         assert counts == {"common": 152}
-        bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True, counts=counts)
-        exhaustive = lexical.candidates(
+        bounded, covered = lexical.candidates(
+            conn, ITEMS, terms, where, 20, bounded=True, counts=counts
+        )
+        exhaustive, _covered = lexical.candidates(
             conn, ITEMS, terms, where, 20, bounded=False, counts=counts
         )
+    assert covered  # the lone term is in the query: the marks cover it
     # seq 152 is the zebra, the newest
     assert [row[0] for row in bounded] == list(range(152, 132, -1))
     assert exhaustive[0][0] == 1  # the short old row, by BM25
@@ -446,3 +449,47 @@ def test_without_numpy_vector_search_compares_a_bounded_set(
     assert {h.text for h in hits} == {f"garden bed {i}" for i in range(5)}
     # The keyword candidates and the newest rows, not the 505 stored.
     assert compared == [5 + search.RECENT_ROWS]
+
+
+_VOCABULARY = ["ship", "ships", "shipped", "Shipping", "café", "Cafe", "plan", "plans",
+               "planned", "the", "a", "x_ship", "ship2", "release", "releases", "\x02", "\x03"]
+
+
+def _recording(seen: List[str], real: Callable[[lexical.Terms, str], object]) -> object:
+    def tally(terms: lexical.Terms, text: str) -> object:
+        seen.append(text)
+        return real(terms, text)
+
+    return tally
+
+
+def test_scores_from_the_index_marks_equal_scores_from_the_text(
+    mem: LocalEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(5)
+    texts = [" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 12))) for _ in range(120)]
+    mem.store_many([StoreItem.document(t) for t in texts[:100]])
+    mem.store_many([StoreItem.document(t) for t in texts[100:]])
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    where = filter_condition(MetaFilter(), "default")
+    for question in ("ships", "shipping plans", "Café release", "the plan", "planned ship2"):
+        terms = lexical.Terms.of(question)
+        with mem._session("testing") as conn:
+            stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+            rows, covered = lexical.candidates(
+                conn, ITEMS, terms, where, 200, bounded=False, counts=counts
+            )
+        assert covered
+        texts_by = {row[0]: row[3] for row in rows}
+        marks = {row[0]: (row[-2], row[-1]) for row in rows}
+        from_text = lexical.score_rows(terms, texts_by, counts, stats)
+        read_whole: List[str] = []
+        monkeypatch.setattr(lexical, "_tally_text", _recording(read_whole, lexical._tally_text))
+        from_marks = lexical.score_rows(terms, texts_by, counts, stats, marks)
+        monkeypatch.undo()
+        assert from_marks == from_text, question
+        # Only rows whose text holds a mark character were read whole.
+        assert all("\x02" in t or "\x03" in t for t in read_whole)
+        assert len(read_whole) < len(rows)
+        assert len(from_text) == len(rows)  # every candidate holds a term
