@@ -31,9 +31,8 @@ from cortex_memory.contract import (
     Namespace,
     hash_json,
 )
-from cortex_memory.local.corpus import BELIEFS, add_stats
+from cortex_memory.local.corpus import BELIEFS
 from cortex_memory.local.sqlfilter import namespace_key, service_depth
-from cortex_memory.local.text import words_of
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
 __all__ = [
@@ -46,7 +45,7 @@ __all__ = [
 ]
 
 #: Columns :func:`belief_hit` reads, in order.
-BELIEF_COLUMNS = "b.seq, b.id, b.namespace, b.text, b.miss"
+BELIEF_COLUMNS = BELIEFS.columns
 
 _PUNCTUATION = re.compile(r"[\s.!?;:,]+$")
 _SPACES = re.compile(r"\s+")
@@ -86,7 +85,6 @@ def upsert(
     seq = int(cursor.lastrowid or 0)
     if fts:
         conn.execute("INSERT INTO beliefs_fts (rowid, text) VALUES (?, ?)", (seq, text))
-    add_stats(conn, BELIEFS, 1, len(words_of(text)))
     return seq, True
 
 
@@ -115,7 +113,6 @@ def _delete_beliefs(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) ->
         conn.executemany(
             "INSERT INTO beliefs_fts (beliefs_fts, rowid, text) VALUES ('delete', ?, ?)", rows
         )
-    add_stats(conn, BELIEFS, -len(rows), -sum(len(words_of(str(text))) for _s, text in rows))
     delete_vectors(conn, BELIEFS, seqs)
     conn.execute(f"DELETE FROM beliefs WHERE seq IN ({marks})", seqs)
     bump_epoch(conn)
@@ -156,7 +153,7 @@ def drop_sources(conn: sqlite3.Connection, items: Sequence[object], *, fts: bool
 
 def belief_hit(row: Sequence[object], score: float = 0.0) -> Hit:
     """The hit for a row of :data:`BELIEF_COLUMNS`: a learning tagged ``belief``."""
-    _seq, belief_id, ns_key, text, miss = row
+    _seq, belief_id, ns_key, text, miss = row[:5]
     ns = Namespace.parse(str(ns_key)) if ns_key else Namespace.root()
     confidence = min(1.0, max(0.0, 1.0 - float(cast(float, miss))))
     return Hit(

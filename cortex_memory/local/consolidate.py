@@ -122,7 +122,7 @@ def build(
     while True:
         with write_transaction(conn):
             rows = conn.execute(
-                f"SELECT c.seq, c.id, w.item_json, w.text FROM {HIT_FROM} WHERE {where} "
+                f"SELECT c.seq, c.id, c.item_json, c.text FROM {HIT_FROM} WHERE {where} "
                 "AND c.seq > ? "
                 "ORDER BY c.seq LIMIT ?",
                 (*params, after, BATCH),
@@ -168,20 +168,12 @@ def read(
     where = (f"b.tenant = ? AND {reach_sql}", [tenant, *reach_params])
     scores: Dict[int, float] = {}
     if query is not None:
-        ranked, _more = rank(
+        ranking = rank(
             conn, BELIEFS, FetchMode.HYBRID, query, where, space,
             use_fts=use_fts, offset=0, size=limit,
         )
-        scores = dict(ranked)
-        order = [seq for seq, _score in ranked]
-        if not order:
-            return []
-        marks = ", ".join("?" * len(order))
-        rows = conn.execute(
-            f"SELECT {table.BELIEF_COLUMNS} FROM beliefs b WHERE b.seq IN ({marks})", order
-        ).fetchall()
-        position = {seq: index for index, seq in enumerate(order)}
-        rows.sort(key=lambda row: position[row[0]])
+        scores = dict(ranking.page)
+        rows = [ranking.rows[seq] for seq, _score in ranking.page if seq in ranking.rows]
     else:
         rows = conn.execute(
             f"SELECT {table.BELIEF_COLUMNS} FROM beliefs b WHERE {where[0]} "

@@ -21,8 +21,10 @@ The weights were chosen on half of the B8 benchmark's conversations (its
 from __future__ import annotations
 
 import sqlite3
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Mapping, Sequence, Tuple
 
+from cortex_memory.local.corpus import THREAD_COLUMNS
+from cortex_memory.local.corpus import Row as CorpusRow
 from cortex_memory.local.sqlfilter import Condition
 
 __all__ = ["FAR", "NEAR", "QUESTION_LEAD", "with_context"]
@@ -40,10 +42,21 @@ _SPAN = 200
 _Row = Tuple[int, int, int, bool]
 
 
-def _places(conn: sqlite3.Connection, seqs: Sequence[int]) -> Dict[str, List[Tuple[int, int, int]]]:
+def _places(
+    conn: sqlite3.Connection, seqs: Sequence[int], read: Mapping[int, CorpusRow]
+) -> Dict[str, List[Tuple[int, int, int]]]:
     out: Dict[str, List[Tuple[int, int, int]]] = {}
-    for start in range(0, len(seqs), 500):
-        chunk = list(seqs[start : start + 500])
+    unread: List[int] = []
+    for seq in seqs:
+        row = read.get(seq)
+        if row is None:
+            unread.append(seq)
+            continue
+        thread, first, last = row[THREAD_COLUMNS]
+        if thread is not None and first is not None:
+            out.setdefault(str(thread), []).append((seq, int(first), int(last)))
+    for start in range(0, len(unread), 500):
+        chunk = unread[start : start + 500]
         marks = ", ".join("?" * len(chunk))
         for seq, thread, first, last in conn.execute(
             f"SELECT seq, thread_id, turns_first, turns_last FROM items WHERE seq IN ({marks}) "
@@ -61,8 +74,7 @@ def _thread_rows(
     return [
         (int(seq), int(first), int(last), bool(asks))
         for seq, first, last, asks in conn.execute(
-            "SELECT c.seq, c.turns_first, c.turns_last, rtrim(w.text) LIKE '%?' "
-            "FROM items c JOIN item_bodies w ON w.seq = c.seq "
+            "SELECT c.seq, c.turns_first, c.turns_last, rtrim(c.text) LIKE '%?' FROM items c "
             f"WHERE {where_sql} AND c.thread_id = ? AND c.turns_first BETWEEN ? AND ?",
             (*where_params, thread, lo, hi),
         )
@@ -84,11 +96,18 @@ def _neighbourhood(
 
 
 def with_context(
-    conn: sqlite3.Connection, where: Condition, ranked: Sequence[Tuple[int, float]]
+    conn: sqlite3.Connection,
+    where: Condition,
+    ranked: Sequence[Tuple[int, float]],
+    read: Mapping[int, CorpusRow],
 ) -> List[Tuple[int, float]]:
-    """``ranked`` (items, best first) re-scored with their thread neighbours, best first."""
+    """``ranked`` (items, best first) re-scored with their thread neighbours, best first.
+
+    ``read`` holds items already read (``ITEMS.columns``): their threads are
+    known without reading them again.
+    """
     scores = dict(ranked)
-    threads = _places(conn, list(scores))
+    threads = _places(conn, list(scores), read)
     if not threads:
         return list(ranked)
     total = dict(scores)

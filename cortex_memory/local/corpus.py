@@ -1,51 +1,75 @@
 """The two ranked tables of the local database, described once for every ranking module.
 
 Items and beliefs are ranked the same way (keyword index, vectors, fusion);
-a :class:`Corpus` names the tables and columns each one keeps that in, and
-the corpus statistics (how many rows the keyword index holds and how many
-words they have in all) that BM25 needs.
+a :class:`Corpus` names the tables and columns each one keeps that in.
+
+BM25 needs the corpus statistics: how many rows the keyword index holds and
+how many words they have in all. The FTS5 index keeps both itself, in step
+with every insert and delete (its *averages record*, row 1 of its ``_data``
+table: SQLite varints, the row count then each column's token total), so the
+engine keeps no counters of its own and a write counts no words:
+:func:`read_stats` decodes that record. Without FTS5 the fallback ranking
+reads every row anyway and counts them as it goes.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from typing import Any, List, Tuple
 
-__all__ = ["BELIEFS", "ITEMS", "Corpus", "Stats", "add_stats", "read_stats"]
+__all__ = [
+    "BELIEFS",
+    "ITEMS",
+    "TEXT_COLUMN",
+    "THREAD_COLUMNS",
+    "Corpus",
+    "Row",
+    "Stats",
+    "decode_varints",
+    "read_stats",
+    "stats_of",
+]
+
+#: A row of :attr:`Corpus.columns`.
+Row = Tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Corpus:
     """A ranked table: its rows, where their text is, its FTS5 index and vectors."""
 
-    name: str  # "items" or "beliefs": the prefix of its statistics keys
+    name: str  # "items" or "beliefs"
     table: str
     alias: str
-    text: str  # the SQL expression of a row's text
-    text_join: str  # the join that brings ``text`` in ("" when in the row)
+    text: str  # the SQL expression of a row's text (a column of the row)
+    columns: str  # what a ranked read returns of a row: seq first, the text fourth
     fts: str  # the FTS5 table (when the build has FTS5)
     vocab: str  # its fts5vocab table (terms and document counts)
     vectors: str  # (seq, model, vec) rows
     observed: bool  # rows have ``observed_us`` (time hints apply)
 
     @property
-    def docs_key(self) -> str:
-        """Statistics key: rows with text in this corpus."""
-        return f"{self.name}_docs"
+    def fts_data(self) -> str:
+        """The FTS5 index's own ``_data`` table (its averages record is row 1)."""
+        return f"{self.fts}_data"
 
-    @property
-    def words_key(self) -> str:
-        """Statistics key: words in all those rows."""
-        return f"{self.name}_words"
 
+#: Where :attr:`Corpus.columns` has a row's text.
+TEXT_COLUMN = 3
+
+#: Where ``ITEMS.columns`` has a row's thread and first and last turn.
+THREAD_COLUMNS = slice(6, 9)
 
 ITEMS = Corpus(
-    "items", "items", "c", "w.text", "JOIN item_bodies w ON w.seq = c.seq",
+    "items", "items", "c", "c.text",
+    "c.seq, c.id, c.kind, c.text, c.confidence, c.item_json, c.thread_id, c.turns_first, "
+    "c.turns_last",
     "items_fts", "items_vocab", "item_vectors", True,
 )  # fmt: skip
 BELIEFS = Corpus(
-    "beliefs", "beliefs", "b", "b.text", "", "beliefs_fts", "beliefs_vocab", "belief_vectors",
-    False,
+    "beliefs", "beliefs", "b", "b.text", "b.seq, b.id, b.namespace, b.text, b.miss",
+    "beliefs_fts", "beliefs_vocab", "belief_vectors", False,
 )  # fmt: skip
 
 
@@ -62,22 +86,37 @@ class Stats:
         return self.words / self.docs if self.docs > 0 and self.words > 0 else 1.0
 
 
+def decode_varints(blob: bytes) -> List[int]:
+    """The SQLite varints of ``blob`` in order (big-endian 7-bit groups, the
+    ninth byte whole); a truncated last one is left out."""
+    out: List[int] = []
+    i, size = 0, len(blob)
+    while i < size:
+        value = 0
+        for k in range(9):
+            if i >= size:
+                return out
+            byte = blob[i]
+            i += 1
+            if k == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def stats_of(block: object) -> Stats:
+    """The statistics an FTS5 averages record (a ``bytes`` value, or None) holds."""
+    values = decode_varints(block) if isinstance(block, bytes) else []
+    if len(values) < 2:
+        return Stats(0, 0)  # an index never written to
+    return Stats(values[0], values[1])
+
+
 def read_stats(conn: sqlite3.Connection, corpus: Corpus) -> Stats:
-    """The current statistics of ``corpus``."""
-    values = dict(
-        conn.execute(
-            "SELECT key, value FROM stats WHERE key IN (?, ?)", (corpus.docs_key, corpus.words_key)
-        ).fetchall()
-    )
-    return Stats(int(values.get(corpus.docs_key, 0)), int(values.get(corpus.words_key, 0)))
-
-
-def add_stats(conn: sqlite3.Connection, corpus: Corpus, docs: int, words: int) -> None:
-    """Add (or, negative, take away) rows and words, inside the caller's write."""
-    if docs == 0 and words == 0:
-        return
-    # The rows exist from the file's creation on (schema.py makes them).
-    conn.executemany(
-        "UPDATE stats SET value = max(0, value + ?) WHERE key = ?",
-        ((docs, corpus.docs_key), (words, corpus.words_key)),
-    )
+    """The statistics of ``corpus`` as its FTS5 index counts them (committed writes)."""
+    row = conn.execute(f"SELECT block FROM {corpus.fts_data} WHERE id = 1").fetchone()
+    return stats_of(None if row is None else row[0])

@@ -38,8 +38,9 @@ import math
 import zlib
 from array import array
 from functools import lru_cache
+from itertools import filterfalse
 from operator import mul
-from typing import Dict, List, Protocol, Sequence, runtime_checkable
+from typing import Dict, List, Protocol, Sequence, Tuple, runtime_checkable
 
 from cortex_memory.errors import ConfigError, EngineError
 from cortex_memory.local.text import STOPWORDS, strip_labels, words_of
@@ -52,6 +53,7 @@ __all__ = [
     "NgramEmbedder",
     "check_embedder",
     "cosine",
+    "cosines",
     "embedder_named",
     "embedding_text",
     "fusion_weight_of",
@@ -85,6 +87,8 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """One vector per text, in order."""
 
+
+_STOPWORD = STOPWORDS.__contains__
 
 # A word's vector is kept as one integer holding its signed trigram counts,
 # one 32-bit field per bucket (see :func:`_word_packed`).
@@ -159,9 +163,11 @@ class NgramEmbedder:
         # A vector costs a few microseconds to compute from words the engine
         # reads anyway, less than writing and reading 256 bytes per item.
         self.stores_vectors = False
-        # word -> packed counts; read and written without a lock: a lost
-        # update only costs a recomputation, and dict operations are atomic.
+        # word -> packed counts, text -> (bucket sums, length); read and written
+        # without a lock: a lost update only costs a recomputation, and dict
+        # operations are atomic.
         self._words: Dict[str, int] = {}
+        self._texts: Dict[str, Tuple[array[int], float]] = {}
 
     @property
     def model_id(self) -> str:
@@ -182,18 +188,71 @@ class NgramEmbedder:
         out: List[array[int]] = []
         for text in texts:
             words = words_of(text)
-            kept = [w for w in words if w not in STOPWORDS] or words
-            total = 0
-            for word in kept:
-                packed = cache.get(word)
-                if packed is None:
-                    packed = cache[word] = _word_packed(word, dims)
-                total += packed
+            kept = list(filterfalse(_STOPWORD, words)) or words
+            try:
+                total = sum(map(cache.__getitem__, kept))  # every word seen before: in C
+            except KeyError:
+                total = 0
+                for word in kept:
+                    packed = cache.get(word)
+                    if packed is None:
+                        packed = cache[word] = _word_packed(word, dims)
+                    total += packed
             out.append(_unpack_counts(total, dims))
         return out
 
+    def similarities(self, query: Sequence[float], texts: Sequence[str]) -> List[float]:
+        """The cosine of ``query`` with each text's vector (see :func:`cosines`).
+
+        The same values as embedding :func:`embedding_text` of each text and
+        comparing, computed over the query's non-zero buckets only, with each
+        text's bucket sums and length remembered (a text's vector never
+        changes): ranking and recall compare the same candidates and newest
+        rows again and again.
+        """
+        nonzero = [(bucket, value) for bucket, value in enumerate(query) if value]
+        size = math.sqrt(sum(value * value for _bucket, value in nonzero))
+        out: List[float] = []
+        if not size:
+            return [0.0] * len(texts)
+        for text in texts:
+            fields, length = self._vector_of(text)
+            dot = sum(value * fields[bucket] for bucket, value in nonzero)
+            out.append(dot / (size * length) if dot and length else 0.0)
+        return out
+
+    def _vector_of(self, text: str) -> Tuple[array[int], float]:
+        cache = self._texts
+        found = cache.get(text)
+        if found is None:
+            fields = self.embed([embedding_text(text)])[0]
+            found = (fields, math.sqrt(sum(map(mul, fields, fields))))
+            if len(text) <= _CACHED_TEXT:
+                if len(cache) >= _TEXT_CACHE:
+                    cache.clear()
+                cache[text] = found
+        return found
+
     def __repr__(self) -> str:
         return f"NgramEmbedder(dimension={self._dimension})"
+
+
+#: Texts (of at most :data:`_CACHED_TEXT` characters) whose n-gram vector an
+#: embedder remembers, then it starts afresh.
+_TEXT_CACHE = 2048
+_CACHED_TEXT = 4096
+
+
+def cosines(embedder: Embedder, query: bytes, texts: Sequence[str]) -> List[float]:
+    """The cosine of the packed ``query`` with each text's vector, made now.
+
+    The built-in n-gram embedder compares without packing its vectors (the
+    same values, sooner); any other embedder embeds the texts.
+    """
+    q = unpack(query)
+    if isinstance(embedder, NgramEmbedder):
+        return embedder.similarities(q, texts)
+    return [cosine(q, unpack(blob)) for blob in embed_all(embedder, texts)]
 
 
 def fusion_weight_of(embedder: Embedder) -> float:

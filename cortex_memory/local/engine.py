@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import threading
-from typing import Iterable, Iterator, List, Union
+from typing import Callable, Iterable, Iterator, List, Tuple, TypeVar, Union
 
 from cortex_memory.contract import (
     BeliefsRequest,
@@ -50,7 +50,7 @@ from cortex_memory.contract import (
     validate_many,
 )
 from cortex_memory.contract.engine import MemoryEngine
-from cortex_memory.errors import Error, InvalidRequestError
+from cortex_memory.errors import Error, InvalidRequestError, UnavailableError
 from cortex_memory.local import consolidate as beliefs_layer
 from cortex_memory.local import reads, writes
 from cortex_memory.local.connections import (
@@ -64,12 +64,11 @@ from cortex_memory.local.connections import (
 from cortex_memory.local.corpus import BELIEFS, ITEMS
 from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.explore import explore as explore_sql
+from cortex_memory.local.lexical import StaleIndex
 from cortex_memory.local.recall import answer
 from cortex_memory.local.schema import (
-    FTS_OK,
     ensure_schema,
     fts5_available,
-    fts_state,
     rebuild_fts,
     refresh_statistics,
 )
@@ -81,6 +80,10 @@ _log = logging.getLogger(__name__)
 
 #: New items between two checks of the planner statistics.
 _STATS_EVERY = 2000
+#: Times a read rebuilds a keyword index that keeps going stale under it.
+_REBUILDS = 3
+
+_T = TypeVar("_T")
 
 #: The registry id of the local engine.
 LOCAL_ENGINE_ID = "local"
@@ -201,14 +204,28 @@ class LocalEngine(MemoryEngine):
             self._ensure_ready(conn)
             yield conn
 
-    def _keyword_index(self, conn: sqlite3.Connection) -> bool:
-        """True when keyword ranking may use FTS5, rebuilding the index if
-        another connection wrote without it."""
-        if not self._fts:
-            return False
-        if fts_state(conn) != FTS_OK:
-            rebuild_fts(conn)
-        return True
+    def _ranked_read(
+        self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, bool], _T]
+    ) -> _T:
+        """``read(conn, use_fts)`` in one read transaction (one snapshot).
+
+        The keyword index is checked in the same statement that reads its
+        statistics; when another connection wrote without it (``use_fts=False``
+        or a build without FTS5), the read stops, the index is rebuilt and the
+        read runs again.
+        """
+        with self._init_lock:
+            use_fts = self._fts
+        for _attempt in range(_REBUILDS):
+            try:
+                with read_transaction(conn):
+                    return read(conn, use_fts)
+            except StaleIndex:
+                rebuild_fts(conn)
+        raise UnavailableError(
+            "the local keyword index kept being written without (rebuilt "
+            f"{_REBUILDS} times while reading); try again"
+        )
 
     @property
     def uses_fts(self) -> bool:
@@ -353,36 +370,44 @@ class LocalEngine(MemoryEngine):
         query = self._vectors.query(
             request.query, FetchMode.HYBRID if belief_query else request.mode
         )
-        with self._session("fetching items") as conn:
-            use_fts = self._keyword_index(conn)
-            with read_transaction(conn):
-                pairs, cursor = reads.ranked_hits(
-                    conn, self._tenant, request.mode, query, request.filter,
-                    request.refers_to, offset, request.limit, use_fts=use_fts,
-                    space=self._vectors.space(ITEMS),
+
+
+        def read(conn: sqlite3.Connection, use_fts: bool) -> FetchPage:
+            pairs, cursor, _ranking = reads.ranked_hits(
+                conn, self._tenant, request.mode, query, request.filter,
+                request.refers_to, offset, request.limit, use_fts=use_fts,
+                space=self._vectors.space(ITEMS),
+            )
+            beliefs: builtins.list[Hit] = []
+            if belief_query:
+                beliefs = beliefs_layer.read(
+                    conn, self._tenant, request.filter.reach, query,
+                    min(request.beliefs, reads.MAX_PAGE),
+                    use_fts=use_fts, space=self._vectors.space(BELIEFS),
                 )
-                beliefs: builtins.list[Hit] = []
-                if belief_query:
-                    beliefs = beliefs_layer.read(
-                        conn, self._tenant, request.filter.reach, query,
-                        min(request.beliefs, reads.MAX_PAGE),
-                        use_fts=use_fts, space=self._vectors.space(BELIEFS),
-                    )
-        return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
+            return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
+
+        with self._session("fetching items") as conn:
+            return self._ranked_read(conn, read)
 
     def recall(self, request: RecallRequest) -> RecallAnswer:
         """An extractive answer: the best sentences of the best items, with citations."""
         request.validate()
         query = self._vectors.query(request.question, FetchMode.HYBRID)
+
+        def read(
+            conn: sqlite3.Connection, use_fts: bool
+        ) -> Tuple[builtins.list[Tuple[Hit, str]], reads.Ranking]:
+            pairs, _cursor, ranking = reads.ranked_hits(
+                conn, self._tenant, FetchMode.HYBRID, query, request.filter,
+                request.refers_to, 0, request.limit, use_fts=use_fts,
+                space=self._vectors.space(ITEMS),
+            )
+            return pairs, ranking
+
         with self._session("recalling") as conn:
-            use_fts = self._keyword_index(conn)
-            with read_transaction(conn):
-                pairs, _cursor = reads.ranked_hits(
-                    conn, self._tenant, FetchMode.HYBRID, query, request.filter,
-                    request.refers_to, 0, request.limit, use_fts=use_fts,
-                    space=self._vectors.space(ITEMS),
-                )
-                weights = reads.term_rarity(conn, query, use_fts=use_fts) if pairs else None
+            pairs, ranking = self._ranked_read(conn, read)
+        weights = reads.term_rarity(query, ranking)
         vectors = self._vectors
         return answer(query, reads.items_of(pairs), vectors.embedder, vectors.floor, weights)
 
@@ -404,14 +429,17 @@ class LocalEngine(MemoryEngine):
         query = None
         if request.query is not None:
             query = self._vectors.query(request.query, FetchMode.HYBRID)
+
+
+        def read(conn: sqlite3.Connection, use_fts: bool) -> builtins.list[Hit]:
+            return beliefs_layer.read(
+                conn, self._tenant, request.reach, query,
+                min(request.limit, reads.MAX_PAGE),
+                use_fts=use_fts, space=self._vectors.space(BELIEFS),
+            )
+
         with self._session("reading beliefs") as conn:
-            use_fts = self._keyword_index(conn)
-            with read_transaction(conn):
-                return beliefs_layer.read(
-                    conn, self._tenant, request.reach, query,
-                    min(request.limit, reads.MAX_PAGE),
-                    use_fts=use_fts, space=self._vectors.space(BELIEFS),
-                )
+            return self._ranked_read(conn, read)
 
     def close(self) -> None:
         """Close every connection (busy ones as their calls finish); later calls fail."""

@@ -16,7 +16,7 @@ import sqlite3
 from typing import Dict
 
 from cortex_memory.contract import ExplorePage, ExploreRequest, Facet, explore_page_of
-from cortex_memory.local.sqlfilter import filter_condition
+from cortex_memory.local.sqlfilter import filter_condition, tags_of
 
 __all__ = ["explore"]
 
@@ -40,22 +40,19 @@ _COLUMN: Dict[Facet, str] = {
 def explore(conn: sqlite3.Connection, tenant: str, request: ExploreRequest) -> ExplorePage:
     """Count ``request.facet`` over the first ``scan_limit`` items the filter admits."""
     where, params = filter_condition(request.filter, tenant)
-    scanned = f"SELECT c.seq AS seq FROM items c WHERE {where} ORDER BY c.seq LIMIT ?"
     scan_params = [*params, request.scan_limit]
     counts: Dict[str, int] = {}
     if request.facet is Facet.TAG:
-        rows = conn.execute(
-            f"SELECT t.tag, count(*) FROM ({scanned}) s JOIN item_tags t ON t.seq = s.seq "
-            "GROUP BY t.tag",
-            scan_params,
-        )
-        for value, count in rows:
-            counts[str(value)] = int(count)
-        total, missing = conn.execute(
-            f"SELECT count(*), coalesce(sum(NOT EXISTS (SELECT 1 FROM item_tags t "
-            f"WHERE t.seq = s.seq)), 0) FROM ({scanned}) s",
-            scan_params,
-        ).fetchone()
+        tagged = conn.execute(
+            f"SELECT c.tags FROM items c WHERE {where} ORDER BY c.seq LIMIT ?", scan_params
+        ).fetchall()
+        total, missing = len(tagged), 0
+        for (tags,) in tagged:
+            found = tags_of(tags)
+            if not found:
+                missing += 1
+            for tag in found:  # a tag given twice counts twice
+                counts[tag] = counts.get(tag, 0) + 1
     else:
         total = missing = 0
         value_sql = _COLUMN[request.facet]

@@ -36,17 +36,22 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from cortex_memory.local.corpus import Corpus, Stats
+from cortex_memory.local.corpus import Corpus, Row, Stats, decode_varints, stats_of
+from cortex_memory.local.schema import FTS_OK
 from cortex_memory.local.sqlfilter import Condition
 from cortex_memory.local.text import content_words, query_words, stem, stems_of, words_of
 
 __all__ = [
     "BROAD_TERM_ROWS",
     "EXACT_BOOST",
+    "MARK_CLOSE",
+    "MARK_OPEN",
+    "StaleIndex",
     "Terms",
     "candidates",
     "document_counts",
     "fallback_candidates",
+    "needs_counts",
     "rarity",
     "score_rows",
 ]
@@ -89,19 +94,42 @@ class Terms:
         return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
+class StaleIndex(Exception):
+    """The keyword index missed writes (made without it): rebuild it, then read again."""
+
+
 def document_counts(
     conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
-) -> Dict[str, int]:
-    """Rows of the index holding each stem (from its vocabulary; 0 when absent)."""
+) -> Tuple[Stats, Dict[str, int]]:
+    """The corpus statistics and the rows holding each stem (0 when absent), in one read.
+
+    The same statement checks that the index is up to date (``fts_state``)
+    and raises :class:`StaleIndex` when it is not. Each stem is looked up by
+    equality (an ``IN`` list would make SQLite walk the whole vocabulary);
+    counting a stem walks the index's list of the rows that hold it (in C,
+    but in time that grows with that count). With no stems, only the
+    statistics are read.
+    """
     counts = dict.fromkeys(stems, 0)
-    if not stems:
-        return counts
-    marks = ", ".join("?" * len(stems))
-    for term, docs in conn.execute(
-        f"SELECT term, doc FROM {corpus.vocab} WHERE term IN ({marks})", tuple(stems)
-    ):
-        counts[str(term)] = int(docs)
-    return counts
+    parts = [
+        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
+        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
+    ]
+    parts.extend(f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?" for _ in stems)
+    stats = Stats(0, 0)
+    for kind, term, value in conn.execute(" UNION ALL ".join(parts), tuple(stems)):
+        if kind == 0:
+            if value != FTS_OK:
+                raise StaleIndex(value)
+        elif kind == 1:
+            stats = stats_of(value)
+        else:
+            counts[str(term)] = int(value)
+    return stats, counts
+
+
+#: Around each token the index matched, in the text ``highlight()`` returns.
+MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
 
 
 def _fts_rows(
@@ -111,14 +139,19 @@ def _fts_rows(
     where: Condition,
     order: str,
     size: int,
-) -> List[int]:
+) -> List[Row]:
     a = corpus.alias
     where_sql, where_params = where
+    # Each row also comes with its text as highlight() marks the tokens the
+    # expression matched, and its length in tokens (the index's docsize):
+    # scoring then reads the matched tokens only (see :func:`score_rows`).
     sql = (
-        f"SELECT {a}.seq FROM {corpus.fts} f JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
+        f"SELECT {corpus.columns}, highlight(f.{corpus.fts}, 0, char(2), char(3)), d.sz "
+        f"FROM {corpus.fts} f JOIN {corpus.fts}_docsize d ON d.id = f.rowid "
+        f"JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
         f"WHERE f.{corpus.fts} MATCH ? AND {where_sql} ORDER BY {order} LIMIT ?"
     )
-    return [int(row[0]) for row in conn.execute(sql, (expression, *where_params, size))]
+    return conn.execute(sql, (expression, *where_params, size)).fetchall()
 
 
 def candidates(
@@ -129,17 +162,24 @@ def candidates(
     size: int,
     *,
     bounded: bool,
-    counts: Optional[Mapping[str, int]] = None,
-) -> List[int]:
-    """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's BM25) first."""
+    counts: Optional[Mapping[str, int]],
+) -> Tuple[List[Row], bool]:
+    """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's
+    BM25) first, and whether their marks cover every term the rows may hold.
+
+    Each row is :attr:`Corpus.columns`, then the text with the matched tokens
+    marked and the row's length (see :func:`_fts_rows`). ``counts`` are the
+    terms' row counts (a bounded plan needs them); when a bounded plan leaves
+    terms out of its expression, the marks miss them and the flag is False.
+    """
     if not terms.stems:
-        return []
+        return [], True
     if not bounded:
-        return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size)
-    counts = counts if counts is not None else document_counts(conn, corpus, terms.stems)
+        return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size), True
+    assert counts is not None
     held = [term for term in terms.stems if counts.get(term, 0) > 0]
     if not held:
-        return []
+        return [], True
     # The rarest terms, as long as the rows they hold stay within the budget.
     narrow: List[str] = []
     budget = BROAD_TERM_ROWS
@@ -149,13 +189,13 @@ def candidates(
         narrow.append(term)
         budget -= counts[term]
     if narrow:
-        return _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
+        rows = _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
+        return rows, len(narrow) == len(held)
     # Every term is broad: the newest rows holding one of them (the index reads
     # its rows in descending rowid order without sorting them), ranked by score
     # afterwards.
-    return _fts_rows(
-        conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size
-    )
+    rows = _fts_rows(conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size)
+    return rows, True
 
 
 def fallback_candidates(
@@ -163,9 +203,10 @@ def fallback_candidates(
     corpus: Corpus,
     terms: Terms,
     where: Condition,
-) -> Tuple[Dict[int, str], Dict[str, int]]:
-    """Without FTS5: the texts of every admitted row that holds a term, and each
-    term's row count over the whole corpus (to score like the index would).
+) -> Tuple[Dict[int, str], Dict[str, int], Stats]:
+    """Without FTS5: the texts of every admitted row that holds a term, each
+    term's row count over the whole corpus and the corpus statistics (to
+    score like the index would).
 
     Reads every row of the corpus, so its cost grows with the file; it is the
     path for SQLite builds without FTS5, and ``use_fts=False``.
@@ -181,19 +222,31 @@ def fallback_candidates(
     }
     counts: Counter[str] = Counter()
     texts: Dict[int, str] = {}
-    for seq, text in conn.execute(
-        f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join}"
-    ):
-        held = wanted.intersection(stems_of(words_of(str(text))))
+    docs = total = 0
+    for seq, text in conn.execute(f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a}"):
+        words = words_of(str(text))
+        docs += 1
+        total += len(words)
+        held = wanted.intersection(stems_of(words))
         if held:
             counts.update(held)
             if int(seq) in admitted:
                 texts[int(seq)] = str(text)
-    return texts, {term: counts.get(term, 0) for term in terms.stems}
+    return texts, {term: counts.get(term, 0) for term in terms.stems}, Stats(docs, total)
 
 
 def _idf(docs: int, holding: int) -> float:
     return math.log(1.0 + (docs - holding + 0.5) / (holding + 0.5))
+
+
+def needs_counts(terms: Terms, bounded: bool) -> bool:
+    """Whether ranking ``terms`` needs each one's row count.
+
+    A bounded plan picks its candidates by them; scores weigh terms against
+    each other by them. A lone term in an unbounded plan needs none: its
+    weight divides out of its score (see :func:`score_rows`).
+    """
+    return bounded or len(terms.stems) > 1
 
 
 def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, float]:
@@ -202,37 +255,83 @@ def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, f
     return {t: _idf(max(docs, counts.get(t, 0)), counts.get(t, 0)) for t in terms.stems}
 
 
+#: What scoring needs of a row: its length in words, and per term met, how
+#: often its stem occurs and whether the query's own form does.
+_Tally = Tuple[int, Dict[str, int], FrozenSet[str]]
+
+
+def _tally_text(terms: Terms, text: str) -> _Tally:
+    words = words_of(text)
+    stems = stems_of(words)
+    found: Dict[str, int] = {}
+    exact: List[str] = []
+    for term in terms.stems:
+        tf = stems.count(term)
+        if tf:
+            found[term] = tf
+            if any(form in words for form in terms.forms[term]):
+                exact.append(term)
+    return len(words), found, frozenset(exact)
+
+
+def _tally_marks(terms: Terms, marked: str, size: bytes) -> _Tally:
+    # Only the tokens the index matched are read: each is a word of the row
+    # whose stem is a query term (the index and words_of tokenize alike).
+    found: Dict[str, int] = {}
+    exact: List[str] = []
+    for piece in marked.split(MARK_OPEN)[1:]:
+        for word in words_of(piece.split(MARK_CLOSE, 1)[0]):
+            term = stems_of((word,))[0]
+            forms = terms.forms.get(term)
+            if forms is None:
+                continue
+            found[term] = found.get(term, 0) + 1
+            if word in forms:
+                exact.append(term)
+    lengths = decode_varints(size)
+    return (lengths[0] if lengths else 0), found, frozenset(exact)
+
+
 def score_rows(
-    terms: Terms, texts: Mapping[int, str], counts: Mapping[str, int], stats: Stats
+    terms: Terms,
+    texts: Mapping[int, str],
+    counts: Optional[Mapping[str, int]],
+    stats: Stats,
+    marks: Optional[Mapping[int, Tuple[str, bytes]]] = None,
 ) -> List[Tuple[int, float, float]]:
     """``(seq, score, bm25)`` of every row holding a term, best first.
 
     ``score`` is in [0, 1] (see the module's docstring); rows are ordered by
-    the uncapped boosted BM25, then by age (the older row first).
+    the uncapped boosted BM25, then by age (the older row first). ``counts``
+    may be None for a lone term: its idf scales every row's BM25 and the
+    ideal alike, so scores and order do not depend on it (it is taken as 1).
+
+    ``marks`` (from :func:`candidates`, when they cover every term) hold each
+    row's text with the index's matches marked and its length: the row is
+    then scored from its marked tokens alone, the same score as from its
+    whole text (a row whose text holds a mark character is read whole).
     """
     if not terms.stems:
         return []
     average = stats.average_length
-    idf = rarity(terms, counts, stats)
+    idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
     ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
     out: List[Tuple[int, float, float]] = []
     for seq, text in texts.items():
-        words = words_of(text)
-        if not words:
+        mark = None if marks is None else marks.get(seq)
+        if mark is not None and MARK_OPEN not in text and MARK_CLOSE not in text:
+            length, found, exact = _tally_marks(terms, mark[0], mark[1])
+        else:
+            length, found, exact = _tally_text(terms, text)
+        if not found or not length:
             continue
-        forms = set(words)
-        stems = Counter(stems_of(words))
-        norm = K1 * (1.0 - B + B * len(words) / average)
+        norm = K1 * (1.0 - B + B * length / average)
         total = 0.0
-        for term in terms.stems:
-            tf = stems.get(term, 0)
-            if not tf:
-                continue
-            weight = idf[term] * tf * (K1 + 1.0) / (tf + norm)
-            if not forms.isdisjoint(terms.forms[term]):
-                weight *= 1.0 + EXACT_BOOST
-            total += weight
-        if total > 0.0:
-            out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
+        for term, tf in found.items():
+            gain = idf[term] * tf * (K1 + 1.0) / (tf + norm)
+            if term in exact:
+                gain *= 1.0 + EXACT_BOOST
+            total += gain
+        out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
     out.sort(key=lambda row: (-row[2], row[0]))
     return out

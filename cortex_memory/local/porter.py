@@ -226,6 +226,10 @@ def stem(token: str) -> str:
 
     Cached: words repeat across texts far more than they vary.
     """
+    if not "a" <= token[-1:] <= "z":
+        # Every rule removes or replaces an ASCII letter suffix: a token that
+        # ends otherwise (a number, "v2", a word ending in "é") stays as it is.
+        return token
     raw = token.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_TOKEN or len(raw) < 3:
         return token

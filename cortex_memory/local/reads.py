@@ -33,23 +33,25 @@ from cortex_memory.contract import (
     in_request_order,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError
-from cortex_memory.local.corpus import ITEMS, read_stats
-from cortex_memory.local.lexical import document_counts, rarity
-from cortex_memory.local.search import Query, VectorSpace, hint_window, rank
+from cortex_memory.local.corpus import ITEMS
+from cortex_memory.local.lexical import rarity
+from cortex_memory.local.search import Query, Ranking, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
     HIT_COLUMNS,
     HIT_FROM,
+    ID_FROM,
     chunks,
     hit_of,
+    id_condition,
     item_of,
     kind_of,
     meta_of,
-    rows_by_seq,
 )
 
 __all__ = [
     "MAX_PAGE",
+    "Ranking",
     "export_page",
     "get_hits",
     "keyset_after",
@@ -152,11 +154,11 @@ def get_hits(
     unique = list(dict.fromkeys(ids))
     found: List[Hit] = []
     for chunk in chunks(unique):
-        marks = ", ".join("?" * len(chunk))
+        where, params = id_condition(cast(Sequence[str], chunk))
         for row in conn.execute(
-            f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE c.tenant = ? AND c.id IN ({marks}) "
+            f"SELECT {HIT_COLUMNS} FROM {ID_FROM} WHERE {where} AND c.tenant = ? "
             f"AND {reach_sql}",
-            (tenant, *chunk, *reach_params),
+            (*params, tenant, *reach_params),
         ):
             hit = hit_of(row)
             if admitted_by(reach, hit.meta.namespace):
@@ -177,36 +179,32 @@ def ranked_hits(
     use_fts: bool,
     space: Optional[VectorSpace],
     bounded: Optional[bool] = None,
-) -> Tuple[List[Tuple[Hit, str]], Optional[str]]:
+) -> Tuple[List[Tuple[Hit, str]], Optional[str], Ranking]:
     """``(hit, item_json)`` pairs ranked ``offset ..`` (at most ``limit``, capped at
-    :data:`MAX_PAGE`), and the cursor of the next page."""
+    :data:`MAX_PAGE`), the cursor of the next page, and the ranking they came from."""
     size = min(limit, MAX_PAGE)
-    ranked, more = rank(
+    ranking = rank(
         conn, ITEMS, mode, query, filter_condition(flt, tenant), space,
         use_fts=use_fts, offset=offset, size=size, window=hint_window(hint), bounded=bounded,
     )
-    rows: Dict[int, Tuple[object, ...]] = {
-        cast(int, row[0]): row for row in rows_by_seq(conn, [seq for seq, _ in ranked])
-    }
     out: List[Tuple[Hit, str]] = []
-    for seq, score in ranked:
-        row = rows.get(seq)
-        if row is None:  # pragma: no cover - both statements run in one snapshot
+    for seq, score in ranking.page:
+        row = ranking.rows.get(seq)
+        if row is None:  # pragma: no cover - the ranking read it in this snapshot
             continue
         meta = meta_of(str(row[1]), str(row[5]))
         if flt.matches(kind_of(row[2]), meta):
             out.append((hit_of(row, meta, score=score), str(row[5])))
-    return out, (f"o{offset + len(ranked)}" if more else None)
+    more = f"o{offset + len(ranking.page)}" if ranking.more else None
+    return out, more, ranking
 
 
-def term_rarity(
-    conn: sqlite3.Connection, query: Query, *, use_fts: bool
-) -> Optional[Dict[str, float]]:
-    """How rare each query term is in the items (None without the keyword index)."""
-    if not use_fts:
+def term_rarity(query: Query, ranking: Ranking) -> Optional[Dict[str, float]]:
+    """How rare each query term is in the items, from the counts the ranking read
+    (None without the keyword index)."""
+    if ranking.stats is None or ranking.counts is None:
         return None
-    counts = document_counts(conn, ITEMS, query.terms.stems)
-    return rarity(query.terms, counts, read_stats(conn, ITEMS))
+    return rarity(query.terms, ranking.counts, ranking.stats)
 
 
 def items_of(pairs: Sequence[Tuple[Hit, str]]) -> List[Tuple[Hit, StoreItem]]:

@@ -39,14 +39,14 @@ from cortex_memory.contract import (
     StoreItem,
     TextBody,
 )
-from cortex_memory.local.embedders import Embedder, cosine, embed_all, unpack
+from cortex_memory.local.embedders import Embedder, cosines
 from cortex_memory.local.search import Query
 from cortex_memory.local.text import (
     content_words,
     jaccard,
     prose_lines,
     split_sentences,
-    stem,
+    stems_of,
     strip_labels,
     words_of,
 )
@@ -148,7 +148,7 @@ def _ending(sentence: str) -> str:
 
 def _content(words: Sequence[str]) -> FrozenSet[str]:
     """The stems of the content words (of every word, when all are stop words)."""
-    return frozenset(stem(w) for w in content_words(words))
+    return frozenset(stems_of(content_words(words)))
 
 
 @dataclass
@@ -163,8 +163,7 @@ class _Candidate:
 def _cosines(query: Query, texts: Sequence[str], embedder: Optional[Embedder]) -> List[float]:
     if query.vector is None or embedder is None or not texts:
         return [0.0] * len(texts)
-    q = unpack(query.vector)
-    return [max(0.0, cosine(q, unpack(blob))) for blob in embed_all(embedder, texts)]
+    return [max(0.0, value) for value in cosines(embedder, query.vector, texts)]
 
 
 def _weights(
@@ -175,7 +174,7 @@ def _weights(
     # Without the corpus's counts, how rare a term is among the candidates.
     holding: Dict[str, int] = {}
     for cand in candidates:
-        stems = {stem(w) for w in cand.words}
+        stems = set(stems_of(cand.words))
         for term in query.terms.stems:
             if term in stems:
                 holding[term] = holding.get(term, 0) + 1
@@ -197,7 +196,7 @@ def _score(
     cosines = _cosines(query, [c.passage.text for c in candidates], embedder)
     asked = _content(words_of(query.text))
     for cand, similar in zip(candidates, cosines):
-        stems = {stem(w) for w in cand.words}
+        stems = set(stems_of(cand.words))
         forms = set(cand.words)
         found = 0.0
         for term in terms.stems:

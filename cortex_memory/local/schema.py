@@ -1,32 +1,39 @@
 """The local database's schema: tables, indexes, the schema version and migrations.
 
-Layout (schema version 2):
+Layout (schema version 2), made so that storing an item writes few pages:
 
-- ``items``: one short row per stored item and tenant, holding what filters
-  test: ``seq`` (insertion order; the key every other table refers to), id,
-  kind, namespace path (``''`` for the root), ``svc`` (1 + the index of the
-  deepest ``service`` segment, 0 when none), the metadata fields filters test
-  and ``observed_us`` (microseconds since the epoch).
-- ``item_bodies``: the item's rendered text (what the keyword index and hits
-  read) and the item whole as its canonical contract JSON (``item_json``).
-- ``item_tags``: one row per tag (repeats kept, as facets count them).
+- ``items``: one row per stored item and tenant, everything in it: ``seq``
+  (insertion order, the key every other table refers to; given out by the
+  engine and never reused), ``idkey`` (the id's first 64 bits as an
+  integer), id, kind, namespace path (``''`` for the root), ``svc`` (1 + the
+  index of the deepest ``service`` segment, 0 when none), the metadata
+  fields filters test, ``observed_us`` (microseconds since the epoch), the
+  tags (``sqlfilter.tags_key``), the rendered text (what the keyword index
+  and hits read) and the item whole as JSON (``item_json``, its text not
+  repeated). Indexes: ``idkey`` (ids are hashes, so this index is written
+  at a random place per item: an 8-byte key keeps it small), ``(tenant,
+  namespace)``, and ``(tenant, workspace)`` and ``(tenant, thread_id,
+  turns_first)`` over the rows that have one.
 - ``item_vectors``: ``(seq, model, vec)``, the item's unit float32 vector
-  from the embedder ``model`` (a key into ``embedders``).
+  from the embedder ``model`` (a key into ``embedders``), for embedders that
+  store vectors.
 - ``items_fts`` (+ ``items_vocab``): an external-content FTS5 index over
-  ``item_bodies.text`` with the ``porter unicode61 remove_diacritics 2``
+  ``items.text`` with the ``porter unicode61 remove_diacritics 2``
   tokenizer, and its vocabulary (how many rows hold each stem). Present only
-  when the SQLite build has FTS5.
+  when the SQLite build has FTS5. Its own row and token counts are BM25's
+  corpus statistics (``corpus.read_stats``).
 - ``beliefs``, ``belief_sources``, ``belief_vectors``, ``beliefs_fts``
   (+ ``beliefs_vocab``): consolidated beliefs, ranked like items.
-- ``stats``: integer counters kept in step by every write: rows and words
-  per corpus (BM25 needs them) and ``vector_epoch``, bumped whenever vectors
-  go away or change (in-memory vector indexes reload then).
-- ``engine_info``: ``schema_version`` and ``fts_state`` (``ok``, ``stale``
-  or ``absent``).
+- ``stats``: integer counters: ``vector_epoch``, bumped whenever vectors go
+  away or change (in-memory vector indexes reload then), and ``items_seq``,
+  the highest ``seq`` a deleted item ever had (new items get a higher one).
+- ``engine_info``: ``schema_version``, ``fts_state`` (``ok``, ``stale`` or
+  ``absent``) and ``analyzed_rows``.
 
 ``PRAGMA user_version`` mirrors the schema version so a newer file is refused
 before anything reads it. Version 1 files (hashed trigram columns, an index
-over distinct words) are migrated in place when opened (:func:`_migrate_2`).
+over distinct words, bodies and tags in tables of their own) are migrated in
+place when opened (:func:`_migrate_2`).
 """
 
 from __future__ import annotations
@@ -34,20 +41,21 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from typing import Callable, Dict, Iterable, Tuple
+from typing import Callable, Dict, Iterator, List, Tuple
 
 from cortex_memory.contract import StoreItem
 from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.corpus import BELIEFS, ITEMS, Corpus
-from cortex_memory.local.store import stored_json
-from cortex_memory.local.text import words_of
+from cortex_memory.local.sqlfilter import tags_key
+from cortex_memory.local.store import id_key, stored_json
 
 __all__ = [
     "FTS_ABSENT",
     "FTS_OK",
     "FTS_STALE",
     "SCHEMA_VERSION",
+    "SEQ_FLOOR",
     "ensure_schema",
     "fts5_available",
     "fts_state",
@@ -69,8 +77,9 @@ FTS_ABSENT = "absent"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 _ITEMS = """CREATE TABLE items (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    seq INTEGER PRIMARY KEY,
     tenant TEXT NOT NULL,
+    idkey INTEGER NOT NULL,
     id TEXT NOT NULL,
     kind TEXT NOT NULL,
     namespace TEXT NOT NULL,
@@ -80,16 +89,19 @@ _ITEMS = """CREATE TABLE items (
     agent_id TEXT, tool_call TEXT, source_kind TEXT NOT NULL, source_id TEXT,
     observed_us INTEGER,
     confidence REAL,
-    UNIQUE (tenant, id)
+    tags TEXT,
+    text TEXT NOT NULL,
+    item_json TEXT NOT NULL
 )"""
+# Partial indexes: an item without a workspace or a thread writes no entry
+# there, and a filter on either (``column = ?``) implies the index's condition.
 _ITEM_INDEXES = (
+    "CREATE INDEX items_id ON items (idkey)",
     "CREATE INDEX items_namespace ON items (tenant, namespace)",
-    "CREATE INDEX items_workspace ON items (tenant, workspace)",
-    "CREATE INDEX items_thread ON items (tenant, thread_id, turns_first)",
+    "CREATE INDEX items_workspace ON items (tenant, workspace) WHERE workspace IS NOT NULL",
+    "CREATE INDEX items_thread ON items (tenant, thread_id, turns_first) "
+    "WHERE thread_id IS NOT NULL",
 )
-_BODIES = """CREATE TABLE item_bodies (
-    seq INTEGER PRIMARY KEY, text TEXT NOT NULL, item_json TEXT NOT NULL
-)"""
 _BELIEFS = """CREATE TABLE beliefs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     tenant TEXT NOT NULL,
@@ -116,12 +128,7 @@ _COMMON = (
         seq INTEGER PRIMARY KEY, model INTEGER NOT NULL, vec BLOB NOT NULL
     )""",
 )
-_TAGS_AND_SOURCES = (
-    """CREATE TABLE item_tags (
-        seq INTEGER NOT NULL, pos INTEGER NOT NULL, tag TEXT NOT NULL,
-        PRIMARY KEY (seq, pos)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX item_tags_tag ON item_tags (tag)",
+_SOURCES = (
     """CREATE TABLE belief_sources (
         belief INTEGER NOT NULL, item INTEGER NOT NULL, weight REAL NOT NULL,
         PRIMARY KEY (belief, item)
@@ -131,11 +138,11 @@ _TAGS_AND_SOURCES = (
 _BELIEF_INDEXES = ("CREATE INDEX beliefs_id ON beliefs (tenant, id)",)
 
 #: (FTS5 table, content table) of each corpus.
-_FTS: Tuple[Tuple[Corpus, str], ...] = ((ITEMS, "item_bodies"), (BELIEFS, "beliefs"))
+_FTS: Tuple[Tuple[Corpus, str], ...] = ((ITEMS, "items"), (BELIEFS, "beliefs"))
 
-_COUNTERS = (
-    ITEMS.docs_key, ITEMS.words_key, BELIEFS.docs_key, BELIEFS.words_key, "vector_epoch",
-)  # fmt: skip
+#: ``stats`` keys: see the module's docstring.
+SEQ_FLOOR = "items_seq"
+_COUNTERS = ("vector_epoch", SEQ_FLOOR)
 
 # version -> the step that brings a file at ``version - 1`` to ``version``.
 _MIGRATIONS: Dict[int, Callable[[sqlite3.Connection, bool], None]] = {}
@@ -176,8 +183,8 @@ def _create_fts(conn: sqlite3.Connection) -> None:
 
 
 def _create(conn: sqlite3.Connection, use_fts: bool) -> None:
-    for statement in (*_COMMON, _ITEMS, *_ITEM_INDEXES, _BODIES, _BELIEFS, *_BELIEF_INDEXES,
-                      *_TAGS_AND_SOURCES):  # fmt: skip
+    for statement in (*_COMMON, _ITEMS, *_ITEM_INDEXES, _BELIEFS, *_BELIEF_INDEXES,
+                      *_SOURCES):  # fmt: skip
         conn.execute(statement)
     state = FTS_ABSENT
     if use_fts:
@@ -191,66 +198,81 @@ def _create(conn: sqlite3.Connection, use_fts: bool) -> None:
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-def _word_total(texts: Iterable[Tuple[str]]) -> Tuple[int, int]:
-    rows = words = 0
-    for (text,) in texts:
-        rows += 1
-        words += len(words_of(str(text)))
-    return rows, words
+#: The metadata columns schema 1 and 2 share, in ``items`` order.
+_V1_ITEM_COLUMNS = (
+    "seq, tenant, id, kind, namespace, svc, workspace, folder, file_path, language, repo, "
+    "vcs_commit, url, thread_id, turns_first, turns_last, agent_id, tool_call, "
+    "source_kind, source_id, observed_us, confidence"
+)
+
+
+def _v1_items(conn: sqlite3.Connection) -> Iterator[List[Tuple[object, ...]]]:
+    """Schema 1's items as schema 2 rows, in ``seq`` order, a slice at a time."""
+    after = -1
+    while True:
+        rows = conn.execute(
+            f"SELECT {', '.join('i.' + c for c in _V1_ITEM_COLUMNS.split(', '))}, "
+            "b.text, b.item_json FROM items_v1 i JOIN item_bodies_v1 b ON b.seq = i.seq "
+            "WHERE i.seq > ? ORDER BY i.seq LIMIT 500",
+            (after,),
+        ).fetchall()
+        if not rows:
+            return
+        tags: Dict[int, List[str]] = {}
+        marks = ", ".join("?" * len(rows))
+        for seq, tag in conn.execute(
+            f"SELECT seq, tag FROM item_tags_v1 WHERE seq IN ({marks}) ORDER BY seq, pos",
+            [row[0] for row in rows],
+        ):
+            tags.setdefault(int(seq), []).append(str(tag))
+        converted: List[Tuple[object, ...]] = []
+        for row in rows:
+            *columns, text, item_json = row
+            converted.append((
+                *columns[:2], id_key(str(columns[2])), *columns[2:],
+                tags_key(tags.get(int(row[0]), ())), text, _compact_json(str(item_json)),
+            ))  # fmt: skip
+        yield converted
+        after = int(rows[-1][0])
 
 
 def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
-    """Version 1 → 2: vectors leave the row, the keyword index stems, stats appear.
+    """Version 1 → 2: one row per item, vectors leave it, the keyword index stems.
 
-    Everything stored is kept: item rows, bodies, tags, beliefs and their
-    sources are copied column by column into the new tables; ``seq`` values
-    and the AUTOINCREMENT counters are preserved. The vectors are computed
-    afterwards by the engine's embedder (``vectors.reembed``).
+    Everything stored is kept: each item's columns, text, JSON and tags go
+    into its one new row, beliefs and their sources are copied; ``seq``
+    values are preserved, and no ``seq`` an item ever had is given out
+    again. The vectors are computed afterwards by the engine's embedder
+    (``vectors.reembed``).
     """
     sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
-    item_columns = (
-        "seq, tenant, id, kind, namespace, svc, workspace, folder, file_path, language, repo, "
-        "vcs_commit, url, thread_id, turns_first, turns_last, agent_id, tool_call, "
-        "source_kind, source_id, observed_us, confidence"
-    )
     belief_columns = "seq, tenant, id, namespace, svc, key, miss, updated_us, text"
-    for old in ("items_fts",):
-        if conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = ?", (old,)
-        ).fetchone() is not None:
-            conn.execute(f"DROP TABLE {old}")
-    conn.execute("ALTER TABLE items RENAME TO items_v1")
-    conn.execute("ALTER TABLE item_bodies RENAME TO item_bodies_v1")
-    conn.execute("ALTER TABLE beliefs RENAME TO beliefs_v1")
-    for index in ("items_tenant", "items_namespace", "items_workspace", "beliefs_id"):
+    conn.execute("DROP TABLE IF EXISTS items_fts")
+    for old in ("items", "item_bodies", "item_tags", "beliefs"):
+        conn.execute(f"ALTER TABLE {old} RENAME TO {old}_v1")
+    for index in ("items_tenant", "items_namespace", "items_workspace", "beliefs_id",
+                  "item_tags_tag"):  # fmt: skip
         conn.execute(f"DROP INDEX IF EXISTS {index}")
-    for statement in (*_COMMON[1:], _ITEMS, *_ITEM_INDEXES, _BODIES, _BELIEFS, *_BELIEF_INDEXES):
+    for statement in (*_COMMON[1:], _ITEMS, *_ITEM_INDEXES, _BELIEFS, *_BELIEF_INDEXES):
         conn.execute(statement)
-    conn.execute(f"INSERT INTO items ({item_columns}) SELECT {item_columns} FROM items_v1")
-    conn.executemany(
-        "INSERT INTO item_bodies (seq, text, item_json) VALUES (?, ?, ?)",
-        (
-            (seq, text, _compact_json(str(item_json)))
-            for seq, text, item_json in conn.execute(
-                "SELECT seq, text, item_json FROM item_bodies_v1"
-            ).fetchall()
-        ),
+    names = ", ".join(
+        ["seq", "tenant", "idkey", *_V1_ITEM_COLUMNS.split(", ")[2:], "tags", "text", "item_json"]
     )
+    marks = ", ".join("?" * (len(_V1_ITEM_COLUMNS.split(", ")) + 4))
+    for rows in _v1_items(conn):
+        conn.executemany(f"INSERT INTO items ({names}) VALUES ({marks})", rows)
     conn.execute(f"INSERT INTO beliefs ({belief_columns}) SELECT {belief_columns} FROM beliefs_v1")
-    for table in ("items_v1", "item_bodies_v1", "beliefs_v1"):
+    for table in ("items_v1", "item_bodies_v1", "item_tags_v1", "beliefs_v1"):
         conn.execute(f"DROP TABLE {table}")
-    for name in ("items", "beliefs"):
-        if name in sequences:
-            conn.execute(
-                "UPDATE sqlite_sequence SET seq = ? WHERE name = ?", (sequences[name], name)
-            )
-    conn.executemany("INSERT INTO stats (key, value) VALUES (?, 0)", [(k,) for k in _COUNTERS])
-    for corpus, content in _FTS:
-        docs, words = _word_total(conn.execute(f"SELECT text FROM {content}"))
-        conn.executemany(
-            "UPDATE stats SET value = ? WHERE key = ?",
-            [(docs, corpus.docs_key), (words, corpus.words_key)],
+    conn.execute("DELETE FROM sqlite_sequence WHERE name = 'items'")
+    if "beliefs" in sequences:
+        conn.execute(
+            "UPDATE sqlite_sequence SET seq = ? WHERE name = 'beliefs'", (sequences["beliefs"],)
         )
+    conn.executemany("INSERT INTO stats (key, value) VALUES (?, 0)", [(k,) for k in _COUNTERS])
+    conn.execute(
+        "UPDATE stats SET value = ? WHERE key = ?", (int(sequences.get("items", 0)), SEQ_FLOOR)
+    )
     conn.execute("DELETE FROM engine_info WHERE key IN ('dims', 'analyzed_rows')")
     conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_ABSENT,))
     if use_fts:
@@ -348,11 +370,10 @@ def refresh_statistics(conn: sqlite3.Connection) -> bool:
 
     Without statistics SQLite picks among the ``(tenant, …)`` indexes blindly;
     with them it reads rows in table order (or uses the index a selective
-    filter deserves).
+    filter deserves). The highest ``seq`` stands for the row count (the
+    items ever written): reading it costs one index probe.
     """
-    rows = int(
-        conn.execute("SELECT value FROM stats WHERE key = ?", (ITEMS.docs_key,)).fetchone()[0]
-    )
+    rows = int(conn.execute("SELECT coalesce(max(seq), 0) FROM items").fetchone()[0])
     found = conn.execute(
         "SELECT value FROM engine_info WHERE key = 'analyzed_rows'"
     ).fetchone()

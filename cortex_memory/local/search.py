@@ -23,20 +23,21 @@ Scores are in [0, 1].
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta, timezone, tzinfo
 from typing import Dict, List, Optional, Sequence, Tuple
 from zoneinfo import ZoneInfo
 
 from cortex_memory.contract import FetchMode, TimeHint
 from cortex_memory.local.context import with_context
-from cortex_memory.local.corpus import ITEMS, Corpus, read_stats
+from cortex_memory.local.corpus import ITEMS, TEXT_COLUMN, Corpus, Row, Stats
 from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.lexical import (
     Terms,
     candidates,
     document_counts,
     fallback_candidates,
+    needs_counts,
     score_rows,
 )
 from cortex_memory.local.sqlfilter import Condition, micros
@@ -51,9 +52,11 @@ __all__ = [
     "RRF_K",
     "Query",
     "Ranked",
+    "Ranking",
     "VectorSpace",
     "hint_window",
     "rank",
+    "read_rows",
 ]
 
 #: The constant of reciprocal-rank fusion (the usual 60).
@@ -128,18 +131,37 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-def _texts(conn: sqlite3.Connection, corpus: Corpus, seqs: Sequence[int]) -> Dict[int, str]:
+def read_rows(
+    conn: sqlite3.Connection, corpus: Corpus, seqs: Sequence[int], rows: Dict[int, Row]
+) -> None:
+    """Add the :attr:`Corpus.columns` rows of ``seqs`` not yet in ``rows`` to it."""
+    missing = [seq for seq in dict.fromkeys(seqs) if seq not in rows]
     a = corpus.alias
-    out: Dict[int, str] = {}
-    for start in range(0, len(seqs), 500):
-        chunk = seqs[start : start + 500]
-        for seq, text in conn.execute(
-            f"SELECT {a}.seq, {corpus.text} FROM {corpus.table} {a} {corpus.text_join} "
+    for start in range(0, len(missing), 500):
+        chunk = missing[start : start + 500]
+        for row in conn.execute(
+            f"SELECT {corpus.columns} FROM {corpus.table} {a} "
             f"WHERE {a}.seq IN ({_marks(len(chunk))})",
             tuple(chunk),
         ):
-            out[int(seq)] = str(text)
-    return out
+            rows[int(row[0])] = row
+
+
+@dataclass
+class Ranking:
+    """A page of a ranking and what was read to make it.
+
+    ``rows`` holds the :attr:`Corpus.columns` of every row read while ranking
+    (readers build hits from them without reading them again); ``stats`` and
+    ``counts`` are the keyword index's statistics and the query terms' row
+    counts (None when no keyword list was made).
+    """
+
+    page: Ranked
+    more: bool
+    rows: Dict[int, Row] = field(default_factory=dict)
+    stats: Optional[Stats] = None
+    counts: Optional[Dict[str, int]] = None
 
 
 def _keyword(
@@ -148,23 +170,35 @@ def _keyword(
     query: Query,
     where: Condition,
     size: int,
+    ranking: Ranking,
     *,
     use_fts: bool,
     bounded: bool,
 ) -> Tuple[Ranked, List[int]]:
     """The keyword list, and the candidate rows it was scored from."""
-    stats = read_stats(conn, corpus)
+    counts: Optional[Dict[str, int]]
     if use_fts:
-        counts = document_counts(conn, corpus, query.terms.stems)
-        found = candidates(
+        wanted = query.terms.stems if needs_counts(query.terms, bounded) else ()
+        stats, counts = document_counts(conn, corpus, wanted)
+        if not wanted:
+            counts = None
+        found, covered = candidates(
             conn, corpus, query.terms, where, size, bounded=bounded, counts=counts
         )
-        texts = _texts(conn, corpus, found)
+        texts: Dict[int, str] = {}
+        marks: Optional[Dict[int, Tuple[str, bytes]]] = {} if covered else None
+        for row in found:
+            seq = int(row[0])
+            ranking.rows[seq] = row
+            texts[seq] = str(row[TEXT_COLUMN])
+            if marks is not None:
+                marks[seq] = (str(row[-2]), bytes(row[-1]))
     else:
-        texts, counts = fallback_candidates(conn, corpus, query.terms, where)
-        found = list(texts)
-    scored = score_rows(query.terms, texts, counts, stats)
-    return [(seq, score) for seq, score, _bm25 in scored[:size]], found
+        texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
+        marks = None
+    ranking.stats, ranking.counts = stats, counts
+    scored = score_rows(query.terms, texts, counts, stats, marks)
+    return [(seq, score) for seq, score, _bm25 in scored[:size]], list(texts)
 
 
 def _admitted(
@@ -194,32 +228,39 @@ def _vector(
     size: int,
     space: VectorSpace,
     keyword_rows: Sequence[int],
+    rows: Dict[int, Row],
 ) -> Ranked:
     if query.vector is None:
         return []
     if space.index is not None:
         return _indexed(conn, corpus, query.vector, where, size, space)
+    # The candidates: the keyword candidates and the newest rows, all of them
+    # rows the filter admits (both were read through it).
     a = corpus.alias
     where_sql, where_params = where
-    recent = [
-        int(row[0])
-        for row in conn.execute(
-            f"SELECT {a}.seq FROM {corpus.table} {a} WHERE {where_sql} "
-            f"ORDER BY {a}.seq DESC LIMIT ?",
-            (*where_params, RECENT_ROWS),
-        )
-    ]
+    columns = corpus.columns if space.live is not None else f"{a}.seq"
+    recent: List[int] = []
+    for row in conn.execute(
+        f"SELECT {columns} FROM {corpus.table} {a} WHERE {where_sql} "
+        f"ORDER BY {a}.seq DESC LIMIT ?",
+        (*where_params, RECENT_ROWS),
+    ):
+        seq = int(row[0])
+        recent.append(seq)
+        if space.live is not None:
+            rows.setdefault(seq, row)
     pool = list(dict.fromkeys([*keyword_rows, *recent]))
     if space.live is not None:
-        cosines = live_candidates(space.live, query.vector, _texts(conn, corpus, pool))
+        read_rows(conn, corpus, pool, rows)  # the fallback's keyword candidates
+        texts = {seq: str(rows[seq][TEXT_COLUMN]) for seq in pool if seq in rows}
+        cosines = live_candidates(space.live, query.vector, texts)
     else:
         cosines = scan_candidates(conn, corpus, space.key, query.vector, pool)
     ranked = sorted(
         ((seq, score) for seq, score in cosines.items() if score >= space.floor),
         key=lambda pair: (-pair[1], pair[0]),
     )
-    kept = set(_admitted(conn, corpus, where, [seq for seq, _ in ranked]))
-    return [(seq, min(1.0, score)) for seq, score in ranked if seq in kept][:size]
+    return [(seq, min(1.0, score)) for seq, score in ranked[:size]]
 
 
 def _indexed(
@@ -304,34 +345,38 @@ def rank(
     size: int,
     window: Optional[Tuple[int, int]] = None,
     bounded: Optional[bool] = None,
-) -> Tuple[Ranked, bool]:
-    """Ranks ``offset .. offset+size`` of the ranking, and whether more follow.
+) -> Ranking:
+    """Ranks ``offset .. offset+size`` of the ranking, whether more follow, and
+    the rows read on the way.
 
     ``bounded`` (default: True for hybrid) picks the keyword plan that keeps
     broad terms from making candidates.
     """
+    ranking = Ranking([], False)
     pool = pool_size(offset + size + 1)
     bounded = (mode is FetchMode.HYBRID) if bounded is None else bounded
     keyword: Ranked = []
     keyword_rows: List[int] = []
     if mode is not FetchMode.VECTOR or (space is not None and space.index is None):
         keyword, keyword_rows = _keyword(
-            conn, corpus, query, where, pool,
+            conn, corpus, query, where, pool, ranking,
             use_fts=use_fts, bounded=bounded or mode is FetchMode.VECTOR,
         )
     vector: Ranked = []
     if mode is not FetchMode.KEYWORD and space is not None:
-        vector = _vector(conn, corpus, query, where, pool, space, keyword_rows)
+        vector = _vector(conn, corpus, query, where, pool, space, keyword_rows, ranking.rows)
     if mode is FetchMode.KEYWORD:
         ranked = keyword
     elif mode is FetchMode.VECTOR:
         ranked = vector
     else:
         if corpus is ITEMS:
-            keyword = with_context(conn, where, keyword)
+            keyword = with_context(conn, where, keyword, ranking.rows)
         weight = 1.0 if space is None else space.weight
         ranked = fuse([keyword, vector], [1.0, weight])
     if window is not None and corpus.observed and ranked:
         ranked = _covered_first(conn, corpus, ranked, window)
-    page = ranked[offset : offset + size]
-    return page, len(ranked) > offset + size
+    ranking.page = ranked[offset : offset + size]
+    ranking.more = len(ranked) > offset + size
+    read_rows(conn, corpus, [seq for seq, _ in ranking.page], ranking.rows)
+    return ranking

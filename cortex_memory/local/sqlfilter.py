@@ -14,16 +14,18 @@ Each rule, as SQL:
 - ``folder``/``file_path``: equal to the wanted value, or to its base (trailing
   ``/`` stripped), or inside the byte range of ``base/``.
 - ``thread_id``/``agent_id``/``source_id``: the value or its redacted form.
-- tags: an ``EXISTS`` over ``item_tags``; the time window: ``observed_us``
-  bounds (a NULL compares false, so undated items drop out).
+- tags: ``instr(tags, ?)`` with the wanted tag between separators (see
+  :func:`tags_key`); the time window: ``observed_us`` bounds (a NULL compares
+  false, so undated items drop out).
 """
 
 # SQL text here is assembled from fixed fragments only; every value is bound as a
 # parameter, never formatted into the text.
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from cortex_memory.contract import MetaFilter, Namespace, Reach, SegmentKind, redacted_id
 
@@ -34,6 +36,8 @@ __all__ = [
     "namespace_key",
     "reach_condition",
     "service_depth",
+    "tags_key",
+    "tags_of",
 ]
 
 #: SQL text (``AND``-joined clauses, never empty) and its parameters.
@@ -60,6 +64,45 @@ def service_depth(ns: Namespace) -> int:
         if segment.kind is SegmentKind.SERVICE:
             last = index + 1
     return last
+
+
+# How a row keeps its tags in one column: each tag with its separator and
+# escape characters escaped, each followed by the separator, the whole
+# preceded by it: ``SEP t1 SEP t2 SEP``. A wanted tag, escaped the same way
+# between two separators, is then found by ``instr`` exactly where a stored
+# tag equals it: the separator appears only between tags, so a match cannot
+# span two of them, and the escape is one-to-one.
+_SEP, _ESC = "\x1e", "\x1d"
+_ESCAPES = str.maketrans({_ESC: _ESC + _ESC, _SEP: _ESC + "\x1f"})
+
+
+def _escape(tag: str) -> str:
+    return tag.translate(_ESCAPES) if _SEP in tag or _ESC in tag else tag
+
+
+_UNESCAPE = re.compile("\x1d(.)", re.DOTALL)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    return _SEP if match.group(1) == "\x1f" else match.group(1)
+
+
+def tags_key(tags: Iterable[str]) -> Optional[str]:
+    """The ``tags`` column of an item with ``tags`` (repeats kept); None for none."""
+    escaped = [_escape(tag) for tag in tags]
+    if not escaped:
+        return None
+    return _SEP + _SEP.join(escaped) + _SEP
+
+
+def tags_of(value: Optional[str]) -> List[str]:
+    """The tags a ``tags`` column holds, in order (the inverse of :func:`tags_key`)."""
+    if not value:
+        return []
+    return [
+        _UNESCAPE.sub(_unescaped, field) if _ESC in field else field
+        for field in value[1:-1].split(_SEP)
+    ]
 
 
 def _marks(n: int) -> str:
@@ -140,10 +183,9 @@ def filter_condition(flt: MetaFilter, tenant: str, alias: str = "c") -> Conditio
     if flt.tags_any:
         tags = list(dict.fromkeys(flt.tags_any))
         clauses.append(
-            f"EXISTS (SELECT 1 FROM item_tags t WHERE t.seq = {alias}.seq"
-            f" AND t.tag IN ({_marks(len(tags))}))"
+            "(" + " OR ".join(f"instr({alias}.tags, ?) > 0" for _ in tags) + ")"
         )
-        params.extend(tags)
+        params.extend(_SEP + _escape(tag) + _SEP for tag in tags)
     if flt.observed_after is not None:
         clauses.append(f"{alias}.observed_us >= ?")
         params.append(micros(flt.observed_after))

@@ -1,22 +1,27 @@
 """Rows of the ``items`` table: writing an item, deleting rows, reading hits back.
 
 Writing is split in two so the write lock is held briefly: :func:`prepare`
-does the CPU work (fingerprint, canonical JSON, word count, the embedder's
-vector) with no lock held, and :func:`insert` writes the prepared rows inside
-the caller's transaction. Every delete goes through :func:`delete_seqs`,
-which keeps the tag, vector and FTS5 rows, the corpus statistics and the
-beliefs built on the item in step.
+does the CPU work (fingerprint, JSON, the embedder's vector) with no lock
+held, and :func:`insert_many` writes the prepared rows inside the caller's
+transaction: one ``items`` row per item (tags, text and JSON included), its
+keyword index entry and, for an embedder that stores them, its vector.
+Every delete goes through :func:`delete_seqs`, which keeps the vector and
+FTS5 rows and the beliefs built on the item in step.
+
+Ids are looked up through ``idkey``, their first 64 bits as an integer
+(:func:`id_key`), always together with the id itself (:func:`id_condition`).
 """
 
 # SQL text here is assembled from fixed fragments only; every value is bound as a
 # parameter, never formatted into the text.
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import sqlite3
-from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, cast
+from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple, cast
 
 from cortex_memory.contract import (
     Document,
@@ -26,26 +31,27 @@ from cortex_memory.contract import (
     MemoryMeta,
     StoreItem,
     TextBody,
-    dumps,
     is_blank,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local import beliefs
-from cortex_memory.local.corpus import ITEMS, add_stats
+from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.embedders import Embedder, embed_all
-from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth
-from cortex_memory.local.text import words_of
+from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth, tags_key
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
 __all__ = [
     "HIT_COLUMNS",
     "HIT_FROM",
+    "ID_FROM",
     "PREVIEW_CHARS",
     "Prepared",
     "chunks",
     "delete_seqs",
     "held_ids",
     "hit_of",
+    "id_condition",
+    "id_key",
     "insert_many",
     "item_of",
     "prepare",
@@ -53,10 +59,10 @@ __all__ = [
 ]
 
 #: Columns a hit is built from, in the order :func:`hit_of` reads them
-#: (``items c`` joined with ``item_bodies w``; see :data:`HIT_FROM`).
-HIT_COLUMNS = "c.seq, c.id, c.kind, w.text, c.confidence, w.item_json"
-#: The tables :data:`HIT_COLUMNS` read.
-HIT_FROM = "items c JOIN item_bodies w ON w.seq = c.seq"
+#: (of ``items c``; see :data:`HIT_FROM`).
+HIT_COLUMNS = ITEMS.columns
+#: The table :data:`HIT_COLUMNS` read.
+HIT_FROM = "items c"
 #: Characters of text ``list_preview`` keeps.
 PREVIEW_CHARS = 512
 #: Rows per ``IN (...)`` list, well under every SQLite build's variable limit.
@@ -66,9 +72,10 @@ _KINDS = {kind.value: kind for kind in ItemKind}
 
 #: The columns of ``items`` an item may fill, after ``seq`` and ``tenant``.
 ITEM_COLUMNS = (
-    "id", "kind", "namespace", "svc", "workspace", "folder", "file_path", "language", "repo",
-    "vcs_commit", "url", "thread_id", "turns_first", "turns_last", "agent_id", "tool_call",
-    "source_kind", "source_id", "observed_us", "confidence",
+    "idkey", "id", "kind", "namespace", "svc", "workspace", "folder", "file_path", "language",
+    "repo", "vcs_commit", "url", "thread_id", "turns_first", "turns_last", "agent_id",
+    "tool_call", "source_kind", "source_id", "observed_us", "confidence", "tags", "text",
+    "item_json",
 )  # fmt: skip
 
 
@@ -79,7 +86,42 @@ def _insert_item(present: Tuple[int, ...]) -> str:
     names = ", ".join(ITEM_COLUMNS[i] for i in present)
     marks = ", ".join("?" * (len(present) + 2))
     return f"INSERT INTO items (seq, tenant, {names}) VALUES ({marks})"
-_INSERT_BODY = "INSERT INTO item_bodies (seq, text, item_json) VALUES (?, ?, ?)"
+
+
+# Items are stored in JSON only the engine reads back: the C encoder writes
+# it (the contract's own writer is for bytes other implementations must
+# match; any JSON that ``json.loads`` reads back to the same value serves
+# here, floats included, since ``repr`` round-trips them exactly).
+_STORED_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+_ID_PREFIX = re.compile(r"[0-9a-f]{16}")
+
+
+def id_key(item_id: str) -> int:
+    """The ``idkey`` of an id: its first 16 hex digits as a signed 64-bit integer.
+
+    Item ids are hashes (40 lowercase hex digits), so the key spreads like
+    one. Any other string (an id no item has) gets a key from a hash of it,
+    so a lookup of it finds nothing without failing.
+    """
+    prefix = item_id[:16]
+    if _ID_PREFIX.fullmatch(prefix):
+        value = int(prefix, 16)
+    else:
+        digest = hashlib.blake2b(item_id.encode("utf-8", "surrogatepass"), digest_size=8)
+        value = int.from_bytes(digest.digest(), "big")
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+#: The rows :func:`id_condition` selects are read through the ``idkey`` index:
+#: without planner statistics SQLite would rather walk the tenant's rows.
+ID_FROM = "items c INDEXED BY items_id"
+
+
+def id_condition(ids: Sequence[str]) -> Tuple[str, List[object]]:
+    """SQL selecting the rows of :data:`ID_FROM` whose id is one of ``ids``."""
+    keys = list(dict.fromkeys(id_key(item_id) for item_id in ids))
+    return f"c.idkey IN ({_marks(len(keys))}) AND c.id IN ({_marks(len(ids))})", [*keys, *ids]
 
 
 def chunks(values: Sequence[object], size: int = CHUNK) -> Iterable[Sequence[object]]:
@@ -92,16 +134,13 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """An item made ready to write: its id and every column value."""
 
     id: str
     present: Tuple[int, ...]  # which of ITEM_COLUMNS the item fills
     values: Tuple[object, ...]  # their values, in that order
-    body: Tuple[str, str]  # text, item_json
-    tags: Tuple[str, ...]
-    words: int  # how many words the text has (the corpus statistics count them)
+    text: str  # the rendered text (also among ``values``)
     vector: Optional[bytes]  # the embedder's vector (None: not embedded yet)
 
 
@@ -112,8 +151,8 @@ def prepare_all(
     prepared = [prepare(item) for item in items]
     if embedder is None:
         return prepared
-    vectors = embed_all(embedder, [p.body[0] for p in prepared])
-    return [replace(p, vector=v) for p, v in zip(prepared, vectors)]
+    vectors = embed_all(embedder, [p.text for p in prepared])
+    return [p._replace(vector=v) for p, v in zip(prepared, vectors)]
 
 
 def prepare(item: StoreItem) -> Prepared:
@@ -121,7 +160,9 @@ def prepare(item: StoreItem) -> Prepared:
     meta = item.meta
     text = item.render_text()
     item_id = item.fingerprint()
+    turns, tool_call, observed = meta.turns, meta.tool_call, meta.observed_at
     row: Tuple[object, ...] = (
+        id_key(item_id),
         item_id,
         item.item_kind.value,
         namespace_key(meta.namespace),
@@ -134,20 +175,20 @@ def prepare(item: StoreItem) -> Prepared:
         meta.commit,
         meta.url,
         meta.thread_id,
-        None if meta.turns is None else meta.turns.first,
-        None if meta.turns is None else meta.turns.last,
+        None if turns is None else turns.first,
+        None if turns is None else turns.last,
         meta.agent_id,
-        None if meta.tool_call is None else meta.tool_call.name,
+        None if tool_call is None else tool_call.name,
         meta.source.kind.value,
         meta.source.id,
-        None if meta.observed_at is None else micros(meta.observed_at),
+        None if observed is None else micros(observed),
         item.item_confidence,
+        tags_key(meta.tags) if meta.tags else None,
+        text,
+        stored_json(item),
     )
     present = tuple(i for i, value in enumerate(row) if value is not None)
-    return Prepared(
-        item_id, present, tuple(row[i] for i in present), (text, stored_json(item)),
-        meta.tags, len(words_of(text)), None,
-    )
+    return Prepared(item_id, present, tuple(row[i] for i in present), text, None)
 
 
 def _title_prefix(title: object) -> str:
@@ -156,9 +197,9 @@ def _title_prefix(title: object) -> str:
 
 
 def stored_json(item: StoreItem) -> str:
-    """The item's canonical JSON as kept in ``item_json``, its text not repeated.
+    """The item's contract JSON as kept in ``item_json``, its text not repeated.
 
-    ``item_bodies.text`` holds the rendered text already, so a document's text
+    ``items.text`` holds the rendered text already, so a document's text
     body and a learning's text are written as ``null`` here and put back on
     reading (:func:`item_of`); everything else is the contract JSON as is.
     """
@@ -167,7 +208,7 @@ def stored_json(item: StoreItem) -> str:
         value["body"] = {"text": None}
     elif isinstance(item, Learning):
         value["text"] = None
-    return dumps(value)
+    return _STORED_JSON.encode(value)
 
 
 def _restore(value: object, text: str) -> object:
@@ -183,55 +224,67 @@ def _restore(value: object, text: str) -> object:
     return value
 
 
-def held_ids(conn: sqlite3.Connection, tenant: str, ids: Sequence[str]) -> Set[str]:
-    """Which of ``ids`` ``tenant`` already holds."""
+#: The next ``seq``: above every row's, and above every deleted row's.
+_NEXT_SEQ = (
+    "SELECT NULL, max(coalesce((SELECT max(seq) FROM items), 0), "
+    "(SELECT value FROM stats WHERE key = 'items_seq')) + 1"
+)
+
+
+def held_ids(
+    conn: sqlite3.Connection, tenant: str, ids: Sequence[str]
+) -> Tuple[Set[str], int]:
+    """Which of ``ids`` ``tenant`` already holds, and the ``seq`` the next new item gets.
+
+    One statement for both (a store of one item is mostly statements).
+    """
     held: Set[str] = set()
+    first = 0
+    if not ids:
+        return held, int(conn.execute(_NEXT_SEQ).fetchone()[1])
     for chunk in chunks(ids):
-        held.update(
-            str(row[0])
-            for row in conn.execute(
-                f"SELECT id FROM items WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
-                (tenant, *chunk),
-            )
-        )
-    return held
+        where, params = id_condition(cast(Sequence[str], chunk))
+        for item_id, seq in conn.execute(
+            f"SELECT c.id, NULL FROM {ID_FROM} WHERE {where} AND c.tenant = ? "
+            f"UNION ALL {_NEXT_SEQ}",
+            (*params, tenant),
+        ):
+            if item_id is None:
+                first = int(seq)
+            else:
+                held.add(str(item_id))
+    return held, first
 
 
 def insert_many(
     conn: sqlite3.Connection,
     tenant: str,
     items: Sequence[Prepared],
+    first: int,
     *,
     fts: bool,
     model: Optional[int],
 ) -> None:
-    """Write ``items`` for ``tenant`` (the caller checked none is held).
+    """Write ``items`` for ``tenant`` as rows ``first``, ``first + 1``, …
 
-    Runs inside the caller's write transaction, which makes the check and the
-    insert one atomic step across threads and processes. Each table gets one
-    statement for the whole batch: the items' ``seq`` values are given out
-    here, after the highest one the table ever had (what AUTOINCREMENT
-    would give; the write lock is held). ``model`` is the key of the
-    embedder that made the items' vectors.
+    The caller checked, in the same write transaction, that none is held and
+    that ``first`` is above every ``seq`` an item ever had (:func:`held_ids`),
+    which makes the check and the insert one atomic step across threads and
+    processes. Each table gets one statement for the whole batch. ``model``
+    is the key of the embedder that made the items' vectors.
     """
     if not items:
         return
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'items'").fetchone()
-    first = (0 if row is None else int(row[0])) + 1
     seqs = range(first, first + len(items))
     shapes: Dict[Tuple[int, ...], List[Tuple[object, ...]]] = {}
     for s, i in zip(seqs, items):
         shapes.setdefault(i.present, []).append((s, tenant, *i.values))
     for present, rows in shapes.items():
         conn.executemany(_insert_item(present), rows)
-    conn.executemany(_INSERT_BODY, [(s, *i.body) for s, i in zip(seqs, items)])
-    tags = [(s, pos, tag) for s, i in zip(seqs, items) for pos, tag in enumerate(i.tags)]
-    if tags:
-        conn.executemany("INSERT INTO item_tags (seq, pos, tag) VALUES (?, ?, ?)", tags)
     if fts:
         conn.executemany(
             "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
-            [(s, i.body[0]) for s, i in zip(seqs, items)],
+            [(s, i.text) for s, i in zip(seqs, items)],
         )
     if model is not None:
         conn.executemany(
@@ -249,16 +302,18 @@ def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> 
     removed = 0
     for chunk in chunks(seqs):
         marks = _marks(len(chunk))
-        rows = conn.execute(
-            f"SELECT seq, text FROM item_bodies WHERE seq IN ({marks})", chunk
-        ).fetchall()
+        rows = conn.execute(f"SELECT seq, text FROM items WHERE seq IN ({marks})", chunk).fetchall()
+        if not rows:
+            continue
         if fts:
             conn.executemany(
                 "INSERT INTO items_fts (items_fts, rowid, text) VALUES ('delete', ?, ?)", rows
             )
-        add_stats(conn, ITEMS, -len(rows), -sum(len(words_of(str(text))) for _s, text in rows))
-        conn.execute(f"DELETE FROM item_tags WHERE seq IN ({marks})", chunk)
-        conn.execute(f"DELETE FROM item_bodies WHERE seq IN ({marks})", chunk)
+        # No seq is given out twice, even the highest one's after it goes.
+        conn.execute(
+            "UPDATE stats SET value = max(value, ?) WHERE key = 'items_seq'",
+            (max(int(seq) for seq, _text in rows),),
+        )
         delete_vectors(conn, ITEMS, chunk)
         beliefs.drop_sources(conn, chunk, fts=fts)
         removed += conn.execute(f"DELETE FROM items WHERE seq IN ({marks})", chunk).rowcount

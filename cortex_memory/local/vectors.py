@@ -29,7 +29,14 @@ import threading
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cortex_memory.local.corpus import Corpus
-from cortex_memory.local.embedders import Embedder, cosine, embed_all, stores_vectors, unpack
+from cortex_memory.local.embedders import (
+    Embedder,
+    cosine,
+    cosines,
+    embed_all,
+    stores_vectors,
+    unpack,
+)
 
 __all__ = [
     "VectorIndex",
@@ -120,7 +127,7 @@ def _stale_rows(
         (int(seq), str(text))
         for seq, text in conn.execute(
             f"SELECT {corpus.alias}.seq, {corpus.text} FROM {corpus.table} {corpus.alias} "
-            f"{corpus.text_join} LEFT JOIN {corpus.vectors} v ON v.seq = {corpus.alias}.seq "
+            f"LEFT JOIN {corpus.vectors} v ON v.seq = {corpus.alias}.seq "
             f"WHERE {corpus.alias}.seq > ? AND (v.seq IS NULL OR v.model != ?) "
             f"ORDER BY {corpus.alias}.seq LIMIT ?",
             (after, key, REEMBED_BATCH),
@@ -176,10 +183,8 @@ def live_candidates(
     embedder: Embedder, query: bytes, texts: Dict[int, str]
 ) -> Dict[int, float]:
     """The cosine of ``query`` with each candidate, its vector made now from its text."""
-    q = unpack(query)
     seqs = list(texts)
-    blobs = embed_all(embedder, [texts[seq] for seq in seqs])
-    return {seq: cosine(q, unpack(blob)) for seq, blob in zip(seqs, blobs)}
+    return dict(zip(seqs, cosines(embedder, query, [texts[seq] for seq in seqs])))
 
 
 def scan_candidates(

@@ -12,7 +12,7 @@ rows go.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from cortex_memory.contract import (
     ItemKind,
@@ -22,15 +22,16 @@ from cortex_memory.contract import (
     StoreReceipt,
 )
 from cortex_memory.local.connections import write_transaction
-from cortex_memory.local.corpus import ITEMS, add_stats
 from cortex_memory.local.schema import mark_fts_stale
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import (
     HIT_FROM,
+    ID_FROM,
     Prepared,
     chunks,
     delete_seqs,
     held_ids,
+    id_condition,
     insert_many,
     kind_of,
     meta_of,
@@ -60,9 +61,10 @@ class _ItemFailed(Exception):
 
 def _fresh(
     conn: sqlite3.Connection, tenant: str, batch: Sequence[Prepared]
-) -> Tuple[List[StoreReceipt], List[Prepared]]:
-    """Receipts in item order, and the items to write (not held, first copies)."""
-    held = held_ids(conn, tenant, [item.id for item in batch])
+) -> Tuple[List[StoreReceipt], List[Prepared], int]:
+    """Receipts in item order, the items to write (not held, first copies) and
+    the ``seq`` the first of them gets."""
+    held, first = held_ids(conn, tenant, [item.id for item in batch])
     receipts: List[StoreReceipt] = []
     fresh: List[Prepared] = []
     for item in batch:
@@ -71,14 +73,12 @@ def _fresh(
         if not replay:
             held.add(item.id)
             fresh.append(item)
-    return receipts, fresh
+    return receipts, fresh, first
 
 
 def _count(conn: sqlite3.Connection, fresh: Sequence[Prepared], fts: bool) -> None:
-    if fresh:
-        add_stats(conn, ITEMS, len(fresh), sum(item.words for item in fresh))
-        if not fts:
-            mark_fts_stale(conn)
+    if fresh and not fts:
+        mark_fts_stale(conn)
 
 
 def _write_all(
@@ -88,8 +88,8 @@ def _write_all(
     fts: bool,
     model: Optional[int],
 ) -> List[StoreReceipt]:
-    receipts, fresh = _fresh(conn, tenant, batch)
-    insert_many(conn, tenant, fresh, fts=fts, model=model)
+    receipts, fresh, first = _fresh(conn, tenant, batch)
+    insert_many(conn, tenant, fresh, first, fts=fts, model=model)
     _count(conn, fresh, fts)
     return receipts
 
@@ -103,11 +103,11 @@ def _write_one_by_one(
 ) -> List[StoreReceipt]:
     # The slow path, taken only when the batched statements failed: find the
     # item that fails, keeping the ones before it.
-    receipts, fresh = _fresh(conn, tenant, batch)
+    receipts, fresh, first = _fresh(conn, tenant, batch)
     done: List[Prepared] = []
-    for item in fresh:
+    for offset, item in enumerate(fresh):
         try:
-            insert_many(conn, tenant, [item], fts=fts, model=model)
+            insert_many(conn, tenant, [item], first + offset, fts=fts, model=model)
         except Exception as exc:
             _count(conn, done, fts)
             raise _ItemFailed(batch.index(item), exc) from exc
@@ -170,19 +170,15 @@ def forget_ids(conn: sqlite3.Connection, tenant: str, ids: Iterable[str], *, fts
     removed = 0
     with write_transaction(conn):
         for chunk in chunks(unique):
+            where, params = id_condition(cast(Sequence[str], chunk))
             seqs = [
                 int(row[0])
                 for row in conn.execute(
-                    f"SELECT seq FROM items WHERE tenant = ? AND id IN ({_marks(len(chunk))})",
-                    (tenant, *chunk),
+                    f"SELECT c.seq FROM {ID_FROM} WHERE {where} AND c.tenant = ?", (*params, tenant)
                 )
             ]
             removed += _finish_delete(conn, seqs, fts)
     return removed
-
-
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
 
 
 def _matching_slices(
@@ -195,7 +191,7 @@ def _matching_slices(
     after = 0
     while True:
         rows = conn.execute(
-            f"SELECT c.seq, c.id, c.kind, w.item_json FROM {HIT_FROM} WHERE {where} "
+            f"SELECT c.seq, c.id, c.kind, c.item_json FROM {HIT_FROM} WHERE {where} "
             "AND c.seq > ? ORDER BY c.seq LIMIT ?",
             (*params, after, SCAN),
         ).fetchall()
@@ -230,10 +226,11 @@ def forget_within(
     removed = 0
     with write_transaction(conn):
         for chunk in chunks(ids):
+            where, params = id_condition(cast(Sequence[str], chunk))
             rows = conn.execute(
-                f"SELECT c.seq, c.id, w.item_json FROM {HIT_FROM} WHERE c.tenant = ? "
-                f"AND c.id IN ({_marks(len(chunk))}) AND {reach_sql}",
-                (tenant, *chunk, *reach_params),
+                f"SELECT c.seq, c.id, c.item_json FROM {ID_FROM} WHERE {where} "
+                f"AND c.tenant = ? AND {reach_sql}",
+                (*params, tenant, *reach_params),
             ).fetchall()
             doomed = [
                 seq for seq, item_id, item_json in rows

@@ -17,6 +17,7 @@ from cortex_memory.local import Embedder, LocalEngine, NgramEmbedder
 from cortex_memory.local.embedders import (
     check_embedder,
     cosine,
+    cosines,
     embed_all,
     embedder_named,
     embedding_text,
@@ -189,3 +190,17 @@ def test_without_the_extra_semantic_is_a_config_error() -> None:
         pytest.skip("the [semantic] extra is installed: tests/local/test_semantic.py covers it")
     with pytest.raises(ConfigError, match=r"pip install 'cortex-memory\[semantic\]'"):
         LocalEngine(":memory:", embedder="semantic")
+
+
+def test_the_ngram_fast_cosines_equal_embedding_and_comparing() -> None:
+    rng = random.Random(12)
+    embedder = NgramEmbedder()
+    words = ["plan", "planning", "release", "ships", "Café", "user:", "Maya:", "the", "42", "é"]
+    texts = [" ".join(rng.choices(words, k=rng.randint(0, 12))) for _ in range(150)]
+    texts += ["Maya: we ship on Tuesday\nuser: when?", "x" * 9000 + " plan", "", "the a of"]
+    for question in ("when do we ship the release?", "planning", "the", "zzz"):
+        query = embed_all(embedder, [question])[0]
+        slow = [cosine(unpack(query), unpack(blob)) for blob in embed_all(embedder, texts)]
+        for _ in range(2):  # computed, then remembered
+            fast = cosines(embedder, query, texts)
+            assert fast == pytest.approx(slow, abs=1e-12)

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import stat
 import sys
+from typing import List
 
 import pytest
 
@@ -23,6 +24,7 @@ from cortex_memory.contract import (
 )
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
 from cortex_memory.local import LOCAL_ENGINE_ID, LocalEngine, local_descriptor
+from cortex_memory.local import engine as engine_module
 from cortex_memory.local.engine import _refresh_statistics
 from cortex_memory.local.schema import SCHEMA_VERSION, refresh_statistics
 
@@ -184,6 +186,21 @@ def test_keyword_index_catches_up_with_writes_made_without_it(
     assert texts == {"alpha first", "alpha second"}
 
 
+def test_a_read_gives_up_when_the_index_stays_stale(
+    make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fts = make_engine()
+    fts.store(StoreItem.document("alpha first"))
+    make_engine(use_fts=False).store(StoreItem.document("alpha second"))
+    rebuilt: List[int] = []
+    monkeypatch.setattr(engine_module, "rebuild_fts", lambda conn: rebuilt.append(1))
+    with pytest.raises(UnavailableError, match="keyword index"):
+        fts.recall(RecallRequest("alpha?", 3))
+    assert len(rebuilt) == 3
+    monkeypatch.undo()
+    assert "alpha second" in fts.recall(RecallRequest("alpha?", 3)).answer
+
+
 def test_fallback_file_gains_an_index_later(make_engine: EngineFactory, db_path: str) -> None:
     plain = make_engine(use_fts=False)
     plain.store(StoreItem.document("beta only"))
@@ -261,7 +278,7 @@ def test_an_unreadable_row_is_reported_not_guessed(
     good, bad = (engine.store(StoreItem.document(t)).id for t in ("good", "bad"))
     conn = sqlite3.connect(db_path)
     conn.execute(
-        "UPDATE item_bodies SET item_json = '{' WHERE seq = "
+        "UPDATE items SET item_json = '{' WHERE seq = "
         "(SELECT seq FROM items WHERE id = ?)", (bad,),
     )
     conn.commit()

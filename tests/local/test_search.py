@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta, timezone
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -22,7 +22,7 @@ from cortex_memory.contract import (
     TurnRange,
 )
 from cortex_memory.errors import InvalidRequestError
-from cortex_memory.local import LocalEngine, lexical
+from cortex_memory.local import LocalEngine, NgramEmbedder, lexical, search
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.search import hint_window, pool_size
 from cortex_memory.local.sqlfilter import filter_condition, micros
@@ -292,10 +292,19 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
     with mem._session("testing") as conn:
         where = filter_condition(MetaFilter(), "default")
         terms = lexical.Terms.of("common")
-        bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True)
-        exhaustive = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=False)
-    assert bounded == list(range(152, 132, -1))  # seq 152 is the zebra, the newest
-    assert exhaustive[0] == 1  # the short old row, by BM25
+        _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+        assert counts == {"common": 152}
+        bounded, covered = lexical.candidates(
+            conn, ITEMS, terms, where, 20, bounded=True, counts=counts
+        )
+        exhaustive, _covered = lexical.candidates(
+            conn, ITEMS, terms, where, 20, bounded=False, counts=counts
+        )
+    assert covered  # the lone term is in the query: the marks cover it
+    # seq 152 is the zebra, the newest
+    assert [row[0] for row in bounded] == list(range(152, 132, -1))
+    assert exhaustive[0][0] == 1  # the short old row, by BM25
+    assert exhaustive[0][3] == "common"  # rows come whole: the text is the fourth column
 
 
 def _turns(engine: LocalEngine, thread: str, lines: List[str]) -> None:
@@ -334,11 +343,23 @@ def test_context_stays_inside_the_filter(mem: LocalEngine) -> None:
     assert _texts(hits) == ["Which port did you pick?"]
 
 
+def _stored_ngrams() -> NgramEmbedder:
+    # The n-gram embedder, made to store its vectors: vector search then runs
+    # on the stored rows (the NumPy index when the backend allows it).
+    embedder = NgramEmbedder()
+    embedder.stores_vectors = True
+    return embedder
+
+
 @pytest.mark.parametrize("backend", ["python", "numpy"])
-def test_vector_search_backends(make_engine: EngineFactory, backend: str) -> None:
+@pytest.mark.parametrize("stored", [False, True])
+def test_vector_search_backends(make_engine: EngineFactory, backend: str, stored: bool) -> None:
     if backend == "numpy":
         pytest.importorskip("numpy", reason="NumPy is not installed: the NumPy index is not tested")
-    engine = make_engine(":memory:", vector_backend=backend)
+    embedder = _stored_ngrams() if stored else NgramEmbedder()
+    engine = make_engine(":memory:", vector_backend=backend, embedder=embedder)
+    engine.health()
+    assert engine._vectors.numpy == (stored and backend == "numpy")
     engine.store_many([
         StoreItem.document("planning the garden beds"),
         StoreItem.document("quarterly budget review"),
@@ -357,17 +378,118 @@ def test_the_numpy_index_follows_writes_and_forgets(make_engine: EngineFactory) 
     pytest.importorskip("numpy", reason="NumPy is not installed: the NumPy index is not tested")
     from cortex_memory.contract import ForgetTarget
 
-    engine = make_engine("", vector_backend="numpy")
+    engine = make_engine("", vector_backend="numpy", embedder=_stored_ngrams())
     first = engine.store(StoreItem.document("garden planning"))
     assert engine.fetch(FetchRequest("garden", FetchMode.VECTOR, 5)).hits
+    index = engine._vectors._indexes["items"]
+    loaded = index._epoch
     second = engine.store(StoreItem.document("garden planting"))
     ids = [h.id for h in engine.fetch(FetchRequest("garden", FetchMode.VECTOR, 5)).hits]
     assert set(ids) == {first.id, second.id}
+    # The new row was appended as a block of its own: nothing was reloaded.
+    assert index._epoch == loaded
+    assert len(index._blocks) == 2
     engine.forget(ForgetTarget.ids([first.id]))
     ids = [h.id for h in engine.fetch(FetchRequest("garden", FetchMode.VECTOR, 5)).hits]
     assert ids == [second.id]
+    assert index._epoch != loaded  # reloaded after the forget
+    assert len(index._blocks) == 1
     # Another engine (another process, for all it knows) writes: this one sees it.
-    with LocalEngine(engine._path, vector_backend="numpy") as other:
+    with LocalEngine(engine._path, vector_backend="numpy", embedder=_stored_ngrams()) as other:
         third = other.store(StoreItem.document("garden paths"))
     ids = {h.id for h in engine.fetch(FetchRequest("garden", FetchMode.VECTOR, 5)).hits}
     assert ids == {second.id, third.id}
+
+
+def test_the_numpy_index_holds_one_tenant(make_engine: EngineFactory, db_path: str) -> None:
+    pytest.importorskip("numpy", reason="NumPy is not installed: the NumPy index is not tested")
+    mine = make_engine(vector_backend="numpy", embedder=_stored_ngrams(), tenant="mine")
+    theirs = make_engine(vector_backend="numpy", embedder=_stored_ngrams(), tenant="theirs")
+    mine.store(StoreItem.document("garden planning"))
+    theirs.store_many([StoreItem.document("garden planting"), StoreItem.document("garden")])
+    assert _texts(mine.fetch(FetchRequest("garden", FetchMode.VECTOR, 5)).hits) == [
+        "garden planning"
+    ]
+    assert len(theirs.fetch(FetchRequest("garden", FetchMode.VECTOR, 5)).hits) == 2
+    assert sum(len(seqs) for seqs, _m in mine._vectors._indexes["items"]._blocks) == 1
+
+
+def test_a_filter_the_nearest_rows_miss_searches_the_rows_it_admits(
+    make_engine: EngineFactory,
+) -> None:
+    pytest.importorskip("numpy", reason="NumPy is not installed: the NumPy index is not tested")
+    engine = make_engine(":memory:", vector_backend="numpy", embedder=_stored_ngrams())
+    engine.store_many([StoreItem.document(f"garden planning {i}") for i in range(40)])
+    engine.store(StoreItem.document("garden shed", MemoryMeta(workspace="w")))
+    flt = MetaFilter(workspace="w")
+    hits = engine.fetch(FetchRequest("garden planning", FetchMode.VECTOR, 3, flt)).hits
+    assert _texts(hits) == ["garden shed"]
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_without_numpy_vector_search_compares_a_bounded_set(
+    make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch, stored: bool
+) -> None:
+    embedder = _stored_ngrams() if stored else NgramEmbedder()
+    engine = make_engine(":memory:", vector_backend="python", embedder=embedder)
+    for start in range(0, 400, 100):
+        engine.store_many([StoreItem.document(f"note {i}") for i in range(start, start + 100)])
+    engine.store_many([StoreItem.document(f"garden bed {i}") for i in range(5)])
+    engine.store_many([StoreItem.document(f"late note {i}") for i in range(100)])
+    compared: List[int] = []
+    name = "scan_candidates" if stored else "live_candidates"
+    real = getattr(search, name)
+
+    def counting(*args: object) -> object:
+        compared.append(len(args[-1]))  # type: ignore[arg-type]
+        return real(*args)
+
+    monkeypatch.setattr(search, name, counting)
+    hits = engine.fetch(FetchRequest("garden", FetchMode.HYBRID, 5)).hits
+    assert {h.text for h in hits} == {f"garden bed {i}" for i in range(5)}
+    # The keyword candidates and the newest rows, not the 505 stored.
+    assert compared == [5 + search.RECENT_ROWS]
+
+
+_VOCABULARY = ["ship", "ships", "shipped", "Shipping", "café", "Cafe", "plan", "plans",
+               "planned", "the", "a", "x_ship", "ship2", "release", "releases", "\x02", "\x03"]
+
+
+def _recording(seen: List[str], real: Callable[[lexical.Terms, str], object]) -> object:
+    def tally(terms: lexical.Terms, text: str) -> object:
+        seen.append(text)
+        return real(terms, text)
+
+    return tally
+
+
+def test_scores_from_the_index_marks_equal_scores_from_the_text(
+    mem: LocalEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(5)
+    texts = [" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 12))) for _ in range(120)]
+    mem.store_many([StoreItem.document(t) for t in texts[:100]])
+    mem.store_many([StoreItem.document(t) for t in texts[100:]])
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    where = filter_condition(MetaFilter(), "default")
+    for question in ("ships", "shipping plans", "Café release", "the plan", "planned ship2"):
+        terms = lexical.Terms.of(question)
+        with mem._session("testing") as conn:
+            stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+            rows, covered = lexical.candidates(
+                conn, ITEMS, terms, where, 200, bounded=False, counts=counts
+            )
+        assert covered
+        texts_by = {row[0]: row[3] for row in rows}
+        marks = {row[0]: (row[-2], row[-1]) for row in rows}
+        from_text = lexical.score_rows(terms, texts_by, counts, stats)
+        read_whole: List[str] = []
+        monkeypatch.setattr(lexical, "_tally_text", _recording(read_whole, lexical._tally_text))
+        from_marks = lexical.score_rows(terms, texts_by, counts, stats, marks)
+        monkeypatch.undo()
+        assert from_marks == from_text, question
+        # Only rows whose text holds a mark character were read whole.
+        assert all("\x02" in t or "\x03" in t for t in read_whole)
+        assert len(read_whole) < len(rows)
+        assert len(from_text) == len(rows)  # every candidate holds a term

@@ -34,7 +34,13 @@ from cortex_memory.contract import (
     redacted_id,
 )
 from cortex_memory.local import LocalEngine
-from cortex_memory.local.sqlfilter import filter_condition, micros, reach_condition
+from cortex_memory.local.sqlfilter import (
+    filter_condition,
+    micros,
+    reach_condition,
+    tags_key,
+    tags_of,
+)
 
 NAMESPACES = [
     Namespace.parse(p)
@@ -51,7 +57,9 @@ IDS = [None, "t1", redacted_id("t1"), "t2", "tm-redacted:nope"]
 WANTED_IDS = ["t1", "t2", redacted_id("t1"), "zz"]
 TURNS = [None, TurnRange(1, 2), TurnRange(1, 3)]
 CALLS = [None, ToolCallRef("grep"), ToolCallRef("grep", "c1"), ToolCallRef("sed")]
-TAGS = ["x", "y", "z"]
+# Tags hold any text: the separator and escape characters of the tags column,
+# the empty tag and tags that are pieces of others must all filter exactly.
+TAGS = ["x", "y", "z", "", "xy", "x\x1e", "\x1ex", "\x1d", "\x1d\x1f", "\x1d\x1d\x1e", "\x1f"]
 T0 = datetime(2001, 1, 1, tzinfo=timezone.utc)
 TIMES = [None, T0, T0 + timedelta(microseconds=1), T0 + timedelta(days=1), T0 - timedelta(days=400)]
 
@@ -71,7 +79,7 @@ def _meta(rng: random.Random) -> MemoryMeta:
         agent_id=rng.choice(IDS),
         tool_call=rng.choice(CALLS),
         source=Source(rng.choice(list(SourceKind)), rng.choice(IDS)),
-        tags=tuple(rng.sample(TAGS, rng.randint(0, 3))),
+        tags=tuple(rng.choices(TAGS, k=rng.randint(0, 3))),
         observed_at=rng.choice(TIMES),
     )
 
@@ -128,7 +136,7 @@ filters = st.builds(
     source_id=st.one_of(st.none(), st.sampled_from(WANTED_IDS)),
     kinds=st.lists(st.sampled_from(list(ItemKind)), max_size=2),
     sources=st.lists(st.sampled_from(list(SourceKind)), max_size=3),
-    tags_any=st.lists(st.sampled_from([*TAGS, "none"]), max_size=2),
+    tags_any=st.lists(st.sampled_from([*TAGS, "none", "\x1e", "x\x1e\x1ey"]), max_size=2),
     observed_after=st.sampled_from(TIMES),
     observed_before=st.sampled_from(TIMES),
 )
@@ -202,3 +210,25 @@ def test_foreign_tenant_is_never_selected(pool: Tuple[sqlite3.Connection, list])
     assert rows[0] < total[0]
     where, params = filter_condition(MetaFilter(), "nobody")
     assert conn.execute(f"SELECT count(*) FROM items c WHERE {where}", params).fetchone() == (0,)
+
+
+tag_texts = st.text(alphabet=st.sampled_from(["a", "b", "\x1d", "\x1e", "\x1f", "é"]), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(tag_texts, max_size=4), tag_texts)
+def test_the_tags_column_is_exact(tags: List[str], wanted: str) -> None:
+    stored = tags_key(tags)
+    assert tags_of(stored) == tags
+    if not tags:
+        assert stored is None
+        return
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE TABLE items (tenant TEXT, svc INTEGER, tags TEXT)")
+        conn.execute("INSERT INTO items VALUES ('t', 0, ?)", (stored,))
+        where, params = filter_condition(MetaFilter(tags_any=(wanted,)), "t")
+        found = conn.execute(f"SELECT count(*) FROM items c WHERE {where}", params)
+        assert found.fetchone()[0] == (1 if wanted in tags else 0)
+    finally:
+        conn.close()
