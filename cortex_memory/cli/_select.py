@@ -8,7 +8,8 @@ Precedence (README decisions 9 and 12):
    ``<config folder>/cortex-memory/config.toml`` when it exists;
 3. a credential in the environment picks its engine when this build has it
    (``CORTEX_MEMORY_API_KEY`` → ``cortexdb``, else
-   ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` → ``tinyhumans``);
+   ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` → ``tinyhumans``: the registry's
+   ``CREDENTIAL_ENV``, read by ``EngineCredential.from_env``);
 4. otherwise the local engine at the per-user database, with a one-line note
    on stderr saying so.
 
@@ -28,25 +29,11 @@ from cortex_memory.errors import ConfigError
 from cortex_memory.registry import LOCAL_ENGINE_ID, EngineCredential
 
 __all__ = [
-    "CORTEXDB_CREDENTIAL_ENV",
-    "CREDENTIAL_ENV",
     "Selection",
-    "TINYHUMANS_CREDENTIAL_ENV",
     "UsageError",
     "load_config",
     "select_engine",
 ]
-
-#: The CortexDB (Direct) API key.
-CORTEXDB_CREDENTIAL_ENV = "CORTEX_MEMORY_API_KEY"
-#: The TinyHumans (hosted) session token or ``tiny_live_`` key.
-TINYHUMANS_CREDENTIAL_ENV = "CORTEX_MEMORY_TINYHUMANS_TOKEN"
-#: Which environment variable holds each engine's credential, in the order a
-#: credential picks an engine when nothing else does.
-CREDENTIAL_ENV: Tuple[Tuple[str, str], ...] = (
-    ("cortexdb", CORTEXDB_CREDENTIAL_ENV),
-    ("tinyhumans", TINYHUMANS_CREDENTIAL_ENV),
-)
 
 
 class UsageError(Exception):
@@ -84,18 +71,10 @@ def load_config(
     return config, found
 
 
-def _credential(engine_id: str, env: Mapping[str, str]) -> EngineCredential:
-    for known, name in CREDENTIAL_ENV:
-        if known == engine_id:
-            value = env.get(name, "")
-            return EngineCredential.static(value) if value.strip() else EngineCredential.NONE
-    return EngineCredential.NONE
-
-
 def _needs_key_hint(engine_id: str) -> str:
-    for known, name in CREDENTIAL_ENV:
-        if known == engine_id:
-            return f"engine `{engine_id}` needs a credential: set {name} in the environment"
+    name = registry.CREDENTIAL_ENV.get(engine_id)
+    if name is not None:
+        return f"engine `{engine_id}` needs a credential: set {name} in the environment"
     return f"engine `{engine_id}` needs a credential, which this command cannot supply"
 
 
@@ -119,7 +98,7 @@ def select_engine(
     else:
         offered = registry.engine_ids()
         picked = [
-            known for known, name in CREDENTIAL_ENV
+            known for known, name in registry.CREDENTIAL_ENV.items()
             if env.get(name, "").strip() and known in offered
         ]
         engine_id = picked[0] if picked else LOCAL_ENGINE_ID
@@ -136,7 +115,7 @@ def select_engine(
         settings = replace(settings, path=path)
 
     descriptor = registry.describe_engine(engine_id)  # ConfigError for an unknown id
-    credential = _credential(engine_id, env)
+    credential = EngineCredential.from_env(engine_id, env)
     if descriptor.needs_key and credential.is_missing():
         raise ConfigError(_needs_key_hint(engine_id))
 
