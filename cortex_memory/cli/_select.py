@@ -18,6 +18,7 @@ Credentials come only from the environment, never from a flag or a file.
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Tuple
@@ -30,6 +31,7 @@ from cortex_memory.registry import LOCAL_ENGINE_ID, EngineCredential
 
 __all__ = [
     "Selection",
+    "check_path",
     "UsageError",
     "load_config",
     "select_engine",
@@ -78,6 +80,44 @@ def _needs_key_hint(engine_id: str) -> str:
     return f"engine `{engine_id}` needs a credential, which this command cannot supply"
 
 
+def check_path(path: str, *, create: bool) -> None:
+    """Refuse an explicit ``--path`` whose folder does not exist, unless ``create``.
+
+    A typo in a folder name would otherwise create a new, empty database in
+    a new folder without a word. With ``create`` the folder is made here
+    (private to the user on POSIX). ``:memory:`` and a bare file name (the
+    working folder) always pass.
+    """
+    if path == ":memory:":
+        return
+    try:
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        exists = os.path.isdir(folder)
+    except (ValueError, OSError):  # a NUL character: the engine names the problem
+        return
+    if exists:
+        return
+    if not create:
+        raise UsageError(
+            f"the folder of --path does not exist: {folder}; check the path, "
+            "or add --create to create it"
+        )
+    missing = []
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    # One level at a time: os.makedirs applies the mode to the last one only.
+    for level in reversed(missing):
+        try:
+            os.mkdir(level, 0o700)
+        except OSError as exc:
+            if isinstance(exc, FileExistsError) and os.path.isdir(level):
+                continue  # made meanwhile by another process
+            raise ConfigError(
+                f"cannot create the folder {level}: {exc.strerror or exc}"
+            ) from exc
+
+
 def select_engine(
     *,
     engine: Optional[str],
@@ -85,8 +125,13 @@ def select_engine(
     path: Optional[str],
     config_file: Optional[str],
     env: Mapping[str, str],
+    create: bool = False,
 ) -> Selection:
-    """Resolve the engine id, settings and credential for a command (see the module doc)."""
+    """Resolve the engine id, settings and credential for a command (see the module doc).
+
+    An explicit ``path`` must be in an existing folder unless ``create``
+    (:func:`check_path`); the per-user default is always created.
+    """
     config, found = load_config(config_file, env)
     fallback = False
     if engine is not None:
@@ -112,6 +157,7 @@ def select_engine(
     if endpoint is not None:
         settings = replace(settings, endpoint=endpoint)
     if path is not None:
+        check_path(path, create=create)
         settings = replace(settings, path=path)
 
     descriptor = registry.describe_engine(engine_id)  # ConfigError for an unknown id
