@@ -19,11 +19,15 @@ TOML::
     [engines.local]
     path = "~/notes/memory.sqlite3"
 
-JSON has the same shape. Unknown fields are ignored on read (so newer files
-load in older versions); a field of the wrong type is a
-:class:`~cortex_memory.errors.ConfigError` naming it; a field that looks like a
-credential (``api_key``, ``token``, ...) is ignored with a :class:`ConfigWarning`
-that names the field and never its value.
+JSON has the same shape. Unknown fields, and tables for engine ids this build
+does not offer, are read past (so newer files load in older versions) with a
+:class:`ConfigWarning` that names the file and the field, never its value, and
+suggests the nearest known name (a misspelt ``[engnes.local]`` must not send
+data elsewhere in silence); a field that looks like a credential (``api_key``,
+``token``, ...) is ignored with a warning saying credentials never live in a
+config. A field of the wrong type is a
+:class:`~cortex_memory.errors.ConfigError` naming it, and so is every other
+failure of a file or a text (see :mod:`cortex_memory._config_text`).
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ StrPath = Union[str, "os.PathLike[str]"]
 
 
 class ConfigWarning(UserWarning):
-    """A config file held something that is ignored, such as a credential-looking field."""
+    """A config held something that is ignored: an unknown (perhaps misspelt) field or
+    engine table, or a credential-looking field."""
 
 
 def _kind_of(value: object) -> str:
@@ -337,7 +342,8 @@ class MemoryConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoryConfig:
-        """Read a parsed TOML/JSON table. Unknown fields are ignored."""
+        """Read a parsed TOML/JSON table. Unknown fields are ignored with a
+        :class:`ConfigWarning` naming each."""
         return _load(data, "", None)
 
     @classmethod
@@ -356,8 +362,10 @@ class MemoryConfig:
 
         A relative ``path`` inside ``[engines.<id>]`` is taken relative to the
         file's folder, so a config can sit next to its database. Every failure
-        (missing file, unreadable, invalid syntax, wrong types) is a
-        :class:`~cortex_memory.errors.ConfigError` naming the file.
+        (missing file, a folder, unreadable, not UTF-8, invalid syntax, nesting
+        too deep, a number longer than 100 digits, a dotted key of more than 32
+        parts, wrong types) is a :class:`~cortex_memory.errors.ConfigError`
+        naming the file; unknown fields warn (:class:`ConfigWarning`).
         """
         file = Path(os.fspath(path))
         fmt = format
