@@ -19,33 +19,31 @@ TOML::
     [engines.local]
     path = "~/notes/memory.sqlite3"
 
-JSON has the same shape. Unknown fields are ignored on read (so newer files
-load in older versions); a field of the wrong type is a
-:class:`~cortex_memory.errors.ConfigError` naming it; a field that looks like a
-credential (``api_key``, ``token``, ...) is ignored with a :class:`ConfigWarning`
-that names the field and never its value.
+JSON has the same shape. Unknown fields, and tables for engine ids this build
+does not offer, are read past (so newer files load in older versions) with a
+:class:`ConfigWarning` that names the file and the field, never its value, and
+suggests the nearest known name (a misspelt ``[engnes.local]`` must not send
+data elsewhere in silence); a field that looks like a credential (``api_key``,
+``token``, ...) is ignored with a warning saying credentials never live in a
+config. A field of the wrong type is a
+:class:`~cortex_memory.errors.ConfigError` naming it, and so is every other
+failure of a file or a text (see :mod:`cortex_memory._config_text`).
 """
 
 from __future__ import annotations
 
-import importlib
-import json
+import difflib
 import os
-import sys
 import types
 import warnings
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
+from cortex_memory._config_text import parse_json, parse_toml, read_text
 from cortex_memory.errors import ConfigError
-
-# tomllib joined the standard library in 3.11; tomli is the same parser (and a
-# runtime dependency below 3.11). Importing by name keeps the type checker,
-# which targets 3.9, from needing tomli installed on a newer Python.
-_toml: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 if TYPE_CHECKING:
     from cortex_memory.contract.engine import MemoryEngine
@@ -55,10 +53,6 @@ __all__ = ["ConfigWarning", "DEFAULT_ENGINE", "EngineSettings", "MemoryConfig"]
 
 #: The engine ``MemoryConfig()`` selects (README decision 9).
 DEFAULT_ENGINE = "tinyhumans"
-
-# Config files are a few hundred bytes; the cap keeps a wrong path (a log file,
-# a disk image) from being read into memory whole.
-_MAX_FILE_BYTES = 1024 * 1024
 
 # Field names that look like a credential. Compared after lowercasing and
 # dropping "_" and "-", so "api_key", "API-Key" and "apikey" all match, as do
@@ -74,7 +68,8 @@ StrPath = Union[str, "os.PathLike[str]"]
 
 
 class ConfigWarning(UserWarning):
-    """A config file held something that is ignored, such as a credential-looking field."""
+    """A config held something that is ignored: an unknown (perhaps misspelt) field or
+    engine table, or a credential-looking field."""
 
 
 def _kind_of(value: object) -> str:
@@ -101,6 +96,18 @@ def _kind_of(value: object) -> str:
 def _looks_secret(name: str) -> bool:
     flat = name.lower().replace("_", "").replace("-", "")
     return flat in _SECRET_NAMES or flat.endswith(_SECRET_ENDINGS)
+
+
+_NOT_UNICODE = "must be valid Unicode text (it holds a lone surrogate)"
+
+
+def _encodable(text: str) -> bool:
+    """False for text holding a lone surrogate, which no file system or URL can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _has_control(text: str) -> bool:
@@ -131,6 +138,10 @@ def _check_settings(
 
     ``network`` holds ``proxy`` and the TLS file paths. No message quotes a value.
     """
+    fields = {"endpoint": endpoint, "path": path, "embedder": embedder, **network}
+    for name, value in fields.items():
+        if value is not None and not _encodable(value):
+            raise ConfigError(f"{where}.{name} {_NOT_UNICODE}")
     if embedder is not None and (not embedder.strip() or _has_control(embedder)):
         raise ConfigError(f"{where}.embedder must be a name such as `ngram` or `semantic`")
     for name, url in (("endpoint", endpoint), ("proxy", network.get("proxy"))):
@@ -331,18 +342,19 @@ class MemoryConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoryConfig:
-        """Read a parsed TOML/JSON table. Unknown fields are ignored."""
+        """Read a parsed TOML/JSON table. Unknown fields are ignored with a
+        :class:`ConfigWarning` naming each."""
         return _load(data, "", None)
 
     @classmethod
     def from_toml(cls, text: str) -> MemoryConfig:
         """Read a TOML document."""
-        return _load(_parse_toml(text, ""), "", None)
+        return _load(parse_toml(text, ""), "", None)
 
     @classmethod
     def from_json(cls, text: str) -> MemoryConfig:
         """Read a JSON document (the same shape as the TOML one)."""
-        return _load(_parse_json(text, ""), "", None)
+        return _load(parse_json(text, ""), "", None)
 
     @classmethod
     def load(cls, path: StrPath, *, format: Optional[str] = None) -> MemoryConfig:
@@ -350,8 +362,10 @@ class MemoryConfig:
 
         A relative ``path`` inside ``[engines.<id>]`` is taken relative to the
         file's folder, so a config can sit next to its database. Every failure
-        (missing file, unreadable, invalid syntax, wrong types) is a
-        :class:`~cortex_memory.errors.ConfigError` naming the file.
+        (missing file, a folder, unreadable, not UTF-8, invalid syntax, nesting
+        too deep, a number longer than 100 digits, a dotted key of more than 32
+        parts, wrong types) is a :class:`~cortex_memory.errors.ConfigError`
+        naming the file; unknown fields warn (:class:`ConfigWarning`).
         """
         file = Path(os.fspath(path))
         fmt = format
@@ -360,109 +374,109 @@ class MemoryConfig:
         if fmt not in ("toml", "json"):
             raise ConfigError(f"unknown config format `{fmt}`; use `toml` or `json`")
         where = f"config file {file}: "
-        text = _read_text(file, where)
-        data = _parse_json(text, where) if fmt == "json" else _parse_toml(text, where)
+        text = read_text(file, where)
+        data = parse_json(text, where) if fmt == "json" else parse_toml(text, where)
         return _load(data, where, file.parent)
 
 
 # ------------------------------------------------------------------ loading
 
 
-def _read_text(file: Path, where: str) -> str:
-    try:
-        with file.open("rb") as handle:
-            raw = handle.read(_MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"{where}no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{where}is a folder, not a file") from None
-    except OSError as exc:
-        raise ConfigError(f"{where}cannot be read: {exc.strerror or exc}") from exc
-    if len(raw) > _MAX_FILE_BYTES:
-        raise ConfigError(f"{where}larger than {_MAX_FILE_BYTES} bytes; is it a config file?")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}not UTF-8 text") from None
-
-
-def _parse_toml(text: str, where: str) -> Any:
-    if not isinstance(text, str):
-        raise TypeError(f"TOML text must be a str, not {type(text).__name__}")
-    try:
-        return _toml.loads(text)
-    except _toml.TOMLDecodeError as exc:
-        # The parser's message gives the line and column, never the value.
-        raise ConfigError(f"{where}not valid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{where}not valid TOML: nested too deeply") from None
-
-
-def _parse_json(text: str, where: str) -> Any:
-    if not isinstance(text, str):
-        raise TypeError(f"JSON text must be a str, not {type(text).__name__}")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}not valid JSON: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{where}not valid JSON: nested too deeply") from None
-
-
 def _load(data: Any, where: str, base: Optional[Path]) -> MemoryConfig:
-    """Read ``data``, then warn about ignored credential-looking fields.
+    """Read ``data``, then warn about every field that is ignored.
 
     The warnings are raised here, two frames below the caller of the public
     loader, so ``stacklevel=3`` points at the caller's line.
     """
-    ignored: List[str] = []
-    config = _read(data, where, base, ignored)
-    for name in ignored:
-        warnings.warn(
-            f"{where}field `{name}` is ignored: a config never holds a credential; "
-            "credentials come from the environment or the host's secret store",
-            ConfigWarning,
-            stacklevel=3,
-        )
+    notes: List[str] = []
+    config = _read(data, where, base, notes)
+    for note in notes:
+        warnings.warn(where + note, ConfigWarning, stacklevel=3)
     return config
 
 
-def _read(data: Any, where: str, base: Optional[Path], ignored: List[str]) -> MemoryConfig:
+_TOP_FIELDS = ("engine", "engines")
+_SETTING_FIELDS = ("endpoint", "path", "embedder", *_NETWORK_FIELDS)
+
+
+def _shown(name: object) -> str:
+    """A field name as a message shows it: cut to 64 characters, controls escaped."""
+    text = name if isinstance(name, str) else str(name)
+    if len(text) > 64:
+        text = text[:64] + "…"
+    if _has_control(text) or not _encodable(text):
+        text = repr(text)[1:-1]
+    return text
+
+
+def _guess(name: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name.lower(), choices, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def _note_unknown(path: str, name: object, choices: Sequence[str], notes: List[str]) -> None:
+    """Say that field ``name`` (under ``path``) is ignored, and why; never its value."""
+    shown = path + _shown(name)
+    if isinstance(name, str) and _looks_secret(name):
+        notes.append(
+            f"field `{shown}` is ignored: a config never holds a credential; "
+            "credentials come from the environment or the host's secret store"
+        )
+    else:
+        guess = _guess(name, choices) if isinstance(name, str) else ""
+        notes.append(f"field `{shown}` is unknown and ignored{guess}")
+
+
+def _read(data: Any, where: str, base: Optional[Path], notes: List[str]) -> MemoryConfig:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}the config must be a table, not {_kind_of(data)}")
     for name in data:
-        if isinstance(name, str) and name not in ("engine", "engines") and _looks_secret(name):
-            ignored.append(name)
+        if name not in _TOP_FIELDS:
+            _note_unknown("", name, _TOP_FIELDS, notes)
     engine = data.get("engine", DEFAULT_ENGINE)
     if not isinstance(engine, str):
         raise ConfigError(f"{where}engine must be a string, not {_kind_of(engine)}")
     if not engine.strip():
         raise ConfigError(f"{where}engine must not be blank")
+    if not _encodable(engine):
+        raise ConfigError(f"{where}engine {_NOT_UNICODE}")
     tables = data.get("engines")
     if tables is None:
         tables = {}
     if not isinstance(tables, Mapping):
         raise ConfigError(f"{where}engines must be a table, not {_kind_of(tables)}")
+    # Imported here: the registry imports this module.
+    from cortex_memory.registry import engine_ids
+
+    offered = engine_ids()
     engines: Dict[str, EngineSettings] = {}
     for engine_id, table in tables.items():
-        engines[str(engine_id)] = _read_settings(where, str(engine_id), table, base, ignored)
+        engine_id = str(engine_id)
+        if engine_id not in offered:
+            # Kept (a newer version may offer it), but a misspelt id would
+            # otherwise send the data elsewhere without a word.
+            listed = ", ".join(f"`{i}`" for i in offered)
+            notes.append(
+                f"table `engines.{_shown(engine_id)}` names no engine this build offers "
+                f"({listed}); no engine reads it{_guess(engine_id, offered)}"
+            )
+        engines[engine_id] = _read_settings(where, engine_id, table, base, notes)
     return MemoryConfig(engine, engines)
 
 
 def _read_settings(
-    where: str, engine_id: str, table: Any, base: Optional[Path], ignored: List[str]
+    where: str, engine_id: str, table: Any, base: Optional[Path], notes: List[str]
 ) -> EngineSettings:
     name = f"engines.{engine_id}"
     if table is None:
         return _NO_SETTINGS
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where}{name} must be a table, not {_kind_of(table)}")
-    known = ("endpoint", "path", "embedder", *_NETWORK_FIELDS)
     for key in table:
-        if isinstance(key, str) and key not in known and _looks_secret(key):
-            ignored.append(f"{name}.{key}")
+        if key not in _SETTING_FIELDS:
+            _note_unknown(f"{_shown(name)}.", key, _SETTING_FIELDS, notes)
     values: Dict[str, Optional[str]] = {}
-    for key in known:
+    for key in _SETTING_FIELDS:
         value = table.get(key)
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{where}{name}.{key} must be a string, not {_kind_of(value)}")

@@ -22,8 +22,9 @@ Credentials are never part of a message, a repr or a log line.
 from __future__ import annotations
 
 import os
+import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, ClassVar, List, Mapping, Optional, Tuple
 
 from cortex_memory.config import EngineSettings
 from cortex_memory.cortex.credential import BearerSource, CortexCredential, StaticBearer
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from cortex_memory.cortex.network import Network
 
 __all__ = [
+    "CREDENTIAL_ENV",
     "EngineCredential",
     "LOCAL_ENGINE_ID",
     "build_engine",
@@ -46,6 +48,14 @@ __all__ = [
 
 #: The id of the embedded SQLite engine.
 LOCAL_ENGINE_ID = "local"
+
+#: The environment variable that holds each engine's credential (README decision
+#: 12), in the order a credential picks an engine when nothing else does (the
+#: CLI's rule). ``local`` needs none and has no entry.
+CREDENTIAL_ENV: Mapping[str, str] = types.MappingProxyType({
+    "cortexdb": "CORTEX_MEMORY_API_KEY",
+    "tinyhumans": "CORTEX_MEMORY_TINYHUMANS_TOKEN",
+})
 
 _NONE = "none"
 _STATIC = "static"
@@ -100,6 +110,28 @@ class EngineCredential:
         if not callable(getattr(source, "bearer", None)):
             raise TypeError("source must be a BearerSource: an object with a bearer() method")
         return cls._make(_DYNAMIC, None, source)
+
+    @classmethod
+    def from_env(
+        cls, engine_id: str, env: Optional[Mapping[str, str]] = None
+    ) -> EngineCredential:
+        """The credential of ``engine_id`` from the environment (``env``, default ``os.environ``).
+
+        ``cortexdb`` reads ``CORTEX_MEMORY_API_KEY`` and ``tinyhumans`` reads
+        ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` (:data:`CREDENTIAL_ENV`); the value
+        becomes :meth:`static`. An unset or blank variable, and ``local``
+        (which needs none), give :attr:`NONE` (building an engine that needs a
+        key then fails with a ``ConfigError``). An id this build does not
+        offer is a ``ConfigError``. The value is never part of a message.
+        """
+        if not isinstance(engine_id, str):
+            raise TypeError(f"engine_id must be a str, not {type(engine_id).__name__}")
+        _find(engine_id)  # ConfigError for an id this build does not offer
+        name = CREDENTIAL_ENV.get(engine_id)
+        if name is None:
+            return cls.NONE
+        value = (os.environ if env is None else env).get(name, "")
+        return cls.static(value) if value.strip() else cls.NONE
 
     @property
     def kind(self) -> str:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cortex_memory import config as config_module
+from cortex_memory import _config_text as config_text
 from cortex_memory.config import (
     DEFAULT_ENGINE,
     ConfigWarning,
@@ -78,7 +78,7 @@ def test_local_path_setting() -> None:
     assert config.settings() == EngineSettings(path=":memory:")
 
 
-def test_unknown_fields_are_ignored_at_every_level() -> None:
+def test_unknown_fields_are_read_past_at_every_level_with_a_warning() -> None:
     text = """
     engine = "local"
     theme = "dark"
@@ -95,15 +95,78 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
     [ui]
     width = 80
     """
-    config = MemoryConfig.from_toml(text)
+    with pytest.warns(ConfigWarning) as record:
+        config = MemoryConfig.from_toml(text)
     assert config.engine == "local"
     assert config.settings() == EngineSettings(path="/tmp/m.sqlite3")
     assert config.settings("someday") == EngineSettings(endpoint="https://someday.example")
-    same = MemoryConfig.from_json(
-        json.dumps({"engine": "local", "x": 1, "engines": {"local": {"path": "/tmp/m.sqlite3",
-                                                                     "y": [1]}}})
-    )
+    messages = [str(w.message) for w in record]
+    assert messages == [
+        "field `theme` is unknown and ignored",
+        "field `future` is unknown and ignored",
+        "field `ui` is unknown and ignored",
+        "field `engines.local.pool_size` is unknown and ignored",
+        "table `engines.someday` names no engine this build offers "
+        "(`cortexdb`, `tinyhumans`, `local`); no engine reads it",
+        "field `engines.someday.colour` is unknown and ignored",
+    ]
+    with pytest.warns(ConfigWarning):
+        same = MemoryConfig.from_json(
+            json.dumps({"engine": "local", "x": 1,
+                        "engines": {"local": {"path": "/tmp/m.sqlite3", "y": [1]}}})
+        )
     assert same.settings() == config.settings()
+
+
+def test_a_misspelt_table_or_key_is_named_with_a_suggestion_never_its_value(
+    tmp_path: pathlib.Path,
+) -> None:
+    file = tmp_path / "config.toml"
+    file.write_text(
+        'engine = "local"\n'
+        f'[engnes.local]\npath = "{CANARY}.sqlite3"\n'
+        f'[engines.locl]\npath = "{CANARY}.sqlite3"\n'
+        f'[engines.local]\npaht = "{CANARY}.sqlite3"\nembeder = "semantic"\n',
+        encoding="utf-8",
+    )
+    with pytest.warns(ConfigWarning) as record:
+        config = MemoryConfig.load(file)
+    assert config.settings() == EngineSettings()
+    messages = [str(w.message) for w in record]
+    where = f"config file {file}: "
+    assert messages == [
+        where + "field `engnes` is unknown and ignored; did you mean `engines`?",
+        where + "table `engines.locl` names no engine this build offers "
+        "(`cortexdb`, `tinyhumans`, `local`); no engine reads it; did you mean `local`?",
+        where + "field `engines.local.paht` is unknown and ignored; did you mean `path`?",
+        where + "field `engines.local.embeder` is unknown and ignored; did you mean `embedder`?",
+    ]
+    assert all(CANARY not in m for m in messages)
+    assert all(w.filename == __file__ for w in record)
+
+
+def test_odd_field_names_are_shown_safely() -> None:
+    long_name = "x" * 500
+    with pytest.warns(ConfigWarning) as record:
+        MemoryConfig.from_dict({"bell\x07": 1, long_name: 2, 7: 3, "lone\ud800": 4})
+    messages = [str(w.message) for w in record]
+    assert messages[0] == "field `bell\\x07` is unknown and ignored"
+    assert messages[1] == f"field `{'x' * 64}…` is unknown and ignored"
+    assert messages[2] == "field `7` is unknown and ignored"
+    assert messages[3] == "field `lone\\ud800` is unknown and ignored"
+    for message in messages:
+        message.encode("utf-8")  # printable anywhere
+
+
+def test_known_fields_of_another_engine_do_not_warn() -> None:
+    # A host's form may keep an endpoint in the local table while the user switches.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = MemoryConfig.from_dict(
+            {"engines": {"local": {"endpoint": "https://x.example", "path": ":memory:"},
+                         "cortexdb": {"path": "p", "embedder": "ngram"}}}
+        )
+    assert config.settings("local").path == ":memory:"
 
 
 WRONG_TYPES = [
@@ -188,10 +251,13 @@ def test_credential_looking_fields_are_ignored_with_a_warning(field: str, where:
     assert CANARY not in json.dumps(config.to_dict())
 
 
-def test_look_alike_fields_do_not_warn() -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+def test_look_alike_fields_are_unknown_not_credentials() -> None:
+    with pytest.warns(ConfigWarning) as record:
         MemoryConfig.from_dict({"max_tokens": 5, "keyboard": "us", "engines": {"x": {"monkey": 1}}})
+    messages = [str(w.message) for w in record]
+    assert "field `max_tokens` is unknown and ignored" in messages
+    assert "field `engines.x.monkey` is unknown and ignored" in messages
+    assert not any("credential" in m for m in messages)
 
 
 def test_warning_points_at_the_callers_line() -> None:
@@ -257,7 +323,8 @@ def test_relative_paths_in_a_file_are_read_from_its_folder(tmp_path: pathlib.Pat
         '[engines.home]\npath = "~/m.sqlite3"\n'
         f'[engines.abs]\npath = {json.dumps(str(tmp_path / "abs.sqlite3"))}\n'
     )
-    config = MemoryConfig.load(file)
+    with pytest.warns(ConfigWarning, match="names no engine this build offers"):
+        config = MemoryConfig.load(file)
     assert config.settings("local").path == str(file.parent / "data" / "memory.sqlite3")
     assert config.settings("mem").path == ":memory:"
     assert config.settings("home").path == "~/m.sqlite3"
@@ -270,7 +337,7 @@ def test_relative_paths_in_a_file_are_read_from_its_folder(tmp_path: pathlib.Pat
 def test_the_toml_parser_matches_the_python_version() -> None:
     # tomllib from 3.11; the tomli dependency below (exercised by the 3.9 run).
     expected = "tomllib" if sys.version_info >= (3, 11) else "tomli"
-    assert config_module._toml.__name__ == expected
+    assert config_text.toml.__name__ == expected
     assert MemoryConfig.from_toml('engine = "local"').engine == "local"
 
 
@@ -408,8 +475,8 @@ def test_any_json_value_gives_a_config_or_a_config_error(data: Any) -> None:
             config = MemoryConfig.from_json(json.dumps(data))
         except ConfigError:
             return
-    assert isinstance(config, MemoryConfig)
-    assert MemoryConfig.from_dict(config.to_dict()) == config
+        assert isinstance(config, MemoryConfig)
+        assert MemoryConfig.from_dict(config.to_dict()) == config
 
 
 @settings(max_examples=300, deadline=None)

@@ -16,7 +16,7 @@ from cortex_memory.cortex import CortexEngine
 from cortex_memory.cortex.credential import CortexCredential, StaticBearer
 from cortex_memory.errors import ConfigError
 from cortex_memory.local import LocalEngine, local_descriptor
-from cortex_memory.registry import EngineCredential, build_engine, list_engines
+from cortex_memory.registry import CREDENTIAL_ENV, EngineCredential, build_engine, list_engines
 
 CANARY = "ctx_canary_5e4d3c2b1a09"
 
@@ -341,3 +341,63 @@ def test_local_ignores_the_network_settings() -> None:
     )
     with build_engine("local", settings) as engine:
         assert engine.health().is_serving()
+
+
+# ------------------------------------------------------------ from_env
+
+
+def test_credential_env_names_the_documented_variables() -> None:
+    assert dict(CREDENTIAL_ENV) == {
+        "cortexdb": "CORTEX_MEMORY_API_KEY",
+        "tinyhumans": "CORTEX_MEMORY_TINYHUMANS_TOKEN",
+    }
+    assert list(CREDENTIAL_ENV) == ["cortexdb", "tinyhumans"]  # the CLI's picking order
+    with pytest.raises(TypeError):
+        CREDENTIAL_ENV["local"] = "X"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("engine_id", "variable"),
+    [("cortexdb", "CORTEX_MEMORY_API_KEY"), ("tinyhumans", "CORTEX_MEMORY_TINYHUMANS_TOKEN")],
+)
+def test_from_env_reads_each_engines_variable(
+    engine_id: str, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = "CORTEX_MEMORY_TINYHUMANS_TOKEN" if engine_id == "cortexdb" else "CORTEX_MEMORY_API_KEY"
+    credential = EngineCredential.from_env(engine_id, {variable: CANARY, other: "wrong"})
+    assert credential.kind == "static"
+    assert credential.bearer_source(engine_id).bearer() == CANARY
+    assert CANARY not in repr(credential)
+    # Without env, the process environment is read.
+    monkeypatch.setenv(variable, CANARY)
+    assert EngineCredential.from_env(engine_id).bearer_source(engine_id).bearer() == CANARY
+    monkeypatch.delenv(variable)
+    assert EngineCredential.from_env(engine_id) is EngineCredential.NONE
+
+
+@pytest.mark.parametrize("value", [None, "", "   ", "\t\n"])
+def test_from_env_without_a_value_is_none_and_building_says_so(value: Optional[str]) -> None:
+    env = {} if value is None else {"CORTEX_MEMORY_API_KEY": value}
+    credential = EngineCredential.from_env("cortexdb", env)
+    assert credential is EngineCredential.NONE
+    with pytest.raises(ConfigError, match="engine `cortexdb` needs a credential"):
+        build_engine("cortexdb", EngineSettings(), credential)
+
+
+def test_from_env_for_local_is_none_and_for_an_unknown_id_a_config_error() -> None:
+    env = {"CORTEX_MEMORY_API_KEY": CANARY, "CORTEX_MEMORY_TINYHUMANS_TOKEN": CANARY}
+    assert EngineCredential.from_env("local", env) is EngineCredential.NONE
+    with pytest.raises(ConfigError, match="unknown engine `cortex`") as caught:
+        EngineCredential.from_env("cortex", env)
+    assert CANARY not in str(caught.value)
+    with pytest.raises(TypeError, match="engine_id must be a str"):
+        EngineCredential.from_env(None)  # type: ignore[arg-type]
+
+
+def test_from_env_builds_a_working_engine_on_the_double() -> None:
+    from cortex_memory.testing import DirectDouble
+
+    with DirectDouble(accept_token=CANARY) as double:
+        credential = EngineCredential.from_env("cortexdb", {"CORTEX_MEMORY_API_KEY": CANARY})
+        with build_engine("cortexdb", EngineSettings(endpoint=double.url), credential) as engine:
+            assert engine.health().state.value == "ok"

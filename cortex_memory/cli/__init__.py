@@ -13,7 +13,9 @@
     cortex-memory engines
 
 Global options (before or after the command): ``--json``, ``--config PATH``,
-``--engine ID``, ``--endpoint URL``, ``--path DB``. Without any of them and
+``--engine ID``, ``--endpoint URL``, ``--path DB`` (its folder must exist unless
+``--create`` is given). ``get`` and ``forget`` take whole ids or unambiguous
+prefixes of at least 8 hex digits. Without any of them and
 without a config file or a credential in the environment, commands use the
 local engine at the per-user database and say so on stderr. Credentials come
 only from the environment: ``CORTEX_MEMORY_API_KEY`` (cortexdb) and
@@ -21,10 +23,12 @@ only from the environment: ``CORTEX_MEMORY_API_KEY`` (cortexdb) and
 
 Results go to stdout; notes and errors go to stderr as ``cortex-memory:
 <message>``. Exit status: see :data:`EXIT_CODES` (0 success, 1 failure or
-engine down, 2 usage, 3 configuration, 4 invalid request, 5 unauthorized,
-6 not found, 7 conflict, 8 unavailable, 9 unsupported, 10 engine error,
-130 interrupted); ``health`` exits 0 only when ok: 5 for a rejected
-credential, 8 when unreachable or degraded, 1 when down otherwise.
+engine down, 2 usage (an ambiguous or too short id prefix, a ``--path`` in a
+missing folder), 3 configuration, 4 invalid request, 5 unauthorized, 6 not
+found (also ``get`` of an id not held and ``forget`` of an id that matched
+nothing), 7 conflict, 8 unavailable, 9 unsupported, 10 engine error, 130
+interrupted); ``health`` exits 0 only when ok: 5 for a rejected credential, 8
+when unreachable or degraded, 1 when down otherwise. docs/cli.md has the table.
 
 Subcommands are declared in one table (:data:`COMMANDS`); adding one (such
 as an ``mcp`` server command) is one :class:`Command` entry.
@@ -80,9 +84,12 @@ _EPILOG = (
     "Without --engine, --path or a config file, commands use the local engine at the "
     "per-user database (a note on stderr says where). Credentials come only from the "
     "environment: CORTEX_MEMORY_API_KEY (cortexdb), CORTEX_MEMORY_TINYHUMANS_TOKEN "
-    "(tinyhumans). Exit status: 0 ok, 1 failure, 2 usage, 3 config, 4 invalid request, "
-    "5 unauthorized, 6 not found, 7 conflict, 8 unavailable (retry later), "
-    "9 unsupported, 10 engine error; health: 0 only when ok (5 key rejected, 8 unreachable)."
+    "(tinyhumans). get and forget take whole ids or prefixes of 8+ hex digits. "
+    "Exit status: 0 ok, 1 failure, 2 usage (also an ambiguous id prefix, --path in a "
+    "missing folder without --create), 3 config, 4 invalid request, 5 unauthorized, "
+    "6 not found (also get or forget of an id that matches nothing), 7 conflict, "
+    "8 unavailable (retry later), 9 unsupported, 10 engine error, 130 interrupted; "
+    "health: 0 only when ok (5 key rejected, 8 unreachable)."
 )
 
 

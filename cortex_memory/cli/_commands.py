@@ -8,6 +8,7 @@ from typing import List, Optional
 
 from cortex_memory import registry
 from cortex_memory.cli._context import Command, Context
+from cortex_memory.cli._ids import MIN_PREFIX, resolve_ids
 from cortex_memory.cli._options import (
     add_filter_options,
     add_meta_options,
@@ -61,7 +62,8 @@ __all__ = [
     "read_input",
 ]
 
-#: ``health`` when the engine is down; ``get`` when an asked id is not held.
+#: ``health`` when the engine is down; ``get`` when an asked id is not held, and
+#: ``forget`` when an id given matched no item.
 EXIT_DOWN = 1
 EXIT_NOT_FOUND = 6
 #: ``health`` when the credential was rejected (the status of ``UnauthorizedError``).
@@ -77,7 +79,13 @@ _DEFAULT_CONFIDENCE = 0.8
 
 
 def read_input(ctx: Context, path: Optional[str], what: str) -> str:
-    """Text from ``path`` (``-`` or ``None``: stdin, when it is not a terminal)."""
+    """Text from ``path`` (``-`` or ``None``: stdin, when it is not a terminal).
+
+    Text read from stdin loses one trailing newline (``\n`` or ``\r\n``), the
+    one ``echo`` and most editors add, so ``echo TEXT | cortex-memory store``
+    stores (and fingerprints) exactly what ``cortex-memory store TEXT`` does.
+    A file is stored as it is.
+    """
     if path is None or path == "-":
         stream = ctx.console.stdin
         isatty = getattr(stream, "isatty", None)
@@ -91,7 +99,7 @@ def read_input(ctx: Context, path: Optional[str], what: str) -> str:
             ) from None
         if len(text) > _MAX_INPUT_BYTES:
             raise UsageError(f"stdin holds more than {_MAX_INPUT_BYTES} characters")
-        return text
+        return _drop_one_newline(text)
     try:
         with open(path, "rb") as handle:
             raw = handle.read(_MAX_INPUT_BYTES + 1)
@@ -103,6 +111,14 @@ def read_input(ctx: Context, path: Optional[str], what: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UsageError(f"{path} is not UTF-8 text") from None
+
+
+def _drop_one_newline(text: str) -> str:
+    if text.endswith("\r\n"):
+        return text[:-2]
+    if text.endswith("\n"):
+        return text[:-1]
+    return text
 
 
 # -------------------------------------------------------------------- store
@@ -243,16 +259,23 @@ def _run_list(ctx: Context) -> int:
     return 0
 
 
+_ID_HELP = (
+    "item ids as printed by store and list, or a prefix of at least "
+    f"{MIN_PREFIX} hex characters that names one item"
+)
+
+
 def _configure_get(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ids", nargs="+", metavar="ID", help="item ids (as printed by store and list)")
+    p.add_argument("ids", nargs="+", metavar="ID", help=_ID_HELP)
     add_reach_options(p.add_argument_group("reach (default: every node but sandboxes)"))
 
 
 def _run_get(ctx: Context) -> int:
-    ids = split_values(ctx.args.ids)
-    request = GetRequest(tuple(ids), reach_from(ctx.args))
+    tokens = split_values(ctx.args.ids)
+    reach = reach_from(ctx.args)
     with ctx.open_engine() as engine:
-        hits = engine.get(request)
+        ids = resolve_ids(engine, tokens, reach)
+        hits = engine.get(GetRequest(tuple(ids), reach))
     if ctx.console.json_mode:
         ctx.console.json([hit.to_json() for hit in hits])
     else:
@@ -333,31 +356,47 @@ def _run_recall(ctx: Context) -> int:
 
 
 def _configure_forget(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ids", nargs="*", metavar="ID", help="forget these ids, wherever they live")
+    p.add_argument(
+        "ids", nargs="*", metavar="ID",
+        help=f"forget these ids, wherever they live ({_ID_HELP.replace('item ids ', '')})",
+    )
     add_filter_options(p)
 
 
 def _run_forget(ctx: Context) -> int:
-    ids = split_values(ctx.args.ids)
+    tokens = split_values(ctx.args.ids)
     flt = filter_from(ctx.args)
-    target: ForgetTarget
-    if ids and not flt.is_empty():
+    if tokens and not flt.is_empty():
         raise UsageError("forget takes ids or filter options, not both")
-    if ids:
-        target = ForgetTarget.ids(ids)
-    elif not flt.is_empty():
-        target = ForgetTarget.filter(flt)
-    else:
+    if not tokens and flt.is_empty():
         raise UsageError(
             "forget needs ids or filter options (--tag, --type, --namespace, ...); "
             "it never forgets everything"
         )
+    asked = 0
     with ctx.open_engine() as engine:
+        target: ForgetTarget
+        if tokens:
+            # Every prefix is resolved before anything is forgotten.
+            ids = list(dict.fromkeys(resolve_ids(engine, tokens)))
+            asked = len(ids)
+            target = ForgetTarget.ids(ids)
+        else:
+            target = ForgetTarget.filter(flt)
         report = engine.forget(target)
     if ctx.console.json_mode:
         ctx.console.json(report.to_json())
     else:
         ctx.console.out(f"forgot {plural(report.forgotten, 'item')}")
+    if report.forgotten < asked:
+        # An id that names nothing is a mistake worth a status (a typo, an id
+        # of another database); a filter that selects nothing is not.
+        unmatched = asked - report.forgotten
+        ctx.console.note(
+            f"{unmatched} of the {plural(asked, 'id')} given matched no item"
+            if asked > 1 else "the id given matched no item"
+        )
+        return EXIT_NOT_FOUND
     return 0
 
 

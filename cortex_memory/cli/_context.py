@@ -39,6 +39,7 @@ class Context:
             path=self.args.path,
             config_file=self.args.config,
             env=self.env,
+            create=bool(getattr(self.args, "create", False)),
         )
         for warning in selection.config_warnings:
             self.console.warn(warning)

@@ -29,7 +29,7 @@ from cortex_memory.cli._render import (
     plural,
     receipt_line,
 )
-from cortex_memory.cli._select import UsageError
+from cortex_memory.cli._select import UsageError, check_path
 from cortex_memory.config import EngineSettings
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.filter import MetaFilter
@@ -177,6 +177,8 @@ def _run(ctx: Context) -> int:
     if args.endpoint is not None:
         raise UsageError("the demo runs on the local engine, which takes no --endpoint")
     keep: Optional[str] = args.path
+    if keep is not None:
+        check_path(keep, create=bool(args.create))
     scratch = None if keep is not None else tempfile.mkdtemp(prefix="cortex-memory-demo-")
     try:
         database = keep if keep is not None else str(Path(scratch or ".") / "memory.sqlite3")

@@ -108,7 +108,12 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     )
     group.add_argument(
         "--path", metavar="DB", default=default(None),
-        help="database file of the local engine (implies --engine local)",
+        help="database file of the local engine (implies --engine local); its folder "
+        "must exist unless --create is given",
+    )
+    group.add_argument(
+        "--create", action="store_true", default=default(False),
+        help="with --path: create the database's folder when it does not exist",
     )
 
 

@@ -8,7 +8,8 @@ Precedence (README decisions 9 and 12):
    ``<config folder>/cortex-memory/config.toml`` when it exists;
 3. a credential in the environment picks its engine when this build has it
    (``CORTEX_MEMORY_API_KEY`` → ``cortexdb``, else
-   ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` → ``tinyhumans``);
+   ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` → ``tinyhumans``: the registry's
+   ``CREDENTIAL_ENV``, read by ``EngineCredential.from_env``);
 4. otherwise the local engine at the per-user database, with a one-line note
    on stderr saying so.
 
@@ -17,6 +18,7 @@ Credentials come only from the environment, never from a flag or a file.
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Tuple
@@ -28,25 +30,12 @@ from cortex_memory.errors import ConfigError
 from cortex_memory.registry import LOCAL_ENGINE_ID, EngineCredential
 
 __all__ = [
-    "CORTEXDB_CREDENTIAL_ENV",
-    "CREDENTIAL_ENV",
     "Selection",
-    "TINYHUMANS_CREDENTIAL_ENV",
+    "check_path",
     "UsageError",
     "load_config",
     "select_engine",
 ]
-
-#: The CortexDB (Direct) API key.
-CORTEXDB_CREDENTIAL_ENV = "CORTEX_MEMORY_API_KEY"
-#: The TinyHumans (hosted) session token or ``tiny_live_`` key.
-TINYHUMANS_CREDENTIAL_ENV = "CORTEX_MEMORY_TINYHUMANS_TOKEN"
-#: Which environment variable holds each engine's credential, in the order a
-#: credential picks an engine when nothing else does.
-CREDENTIAL_ENV: Tuple[Tuple[str, str], ...] = (
-    ("cortexdb", CORTEXDB_CREDENTIAL_ENV),
-    ("tinyhumans", TINYHUMANS_CREDENTIAL_ENV),
-)
 
 
 class UsageError(Exception):
@@ -84,19 +73,49 @@ def load_config(
     return config, found
 
 
-def _credential(engine_id: str, env: Mapping[str, str]) -> EngineCredential:
-    for known, name in CREDENTIAL_ENV:
-        if known == engine_id:
-            value = env.get(name, "")
-            return EngineCredential.static(value) if value.strip() else EngineCredential.NONE
-    return EngineCredential.NONE
-
-
 def _needs_key_hint(engine_id: str) -> str:
-    for known, name in CREDENTIAL_ENV:
-        if known == engine_id:
-            return f"engine `{engine_id}` needs a credential: set {name} in the environment"
+    name = registry.CREDENTIAL_ENV.get(engine_id)
+    if name is not None:
+        return f"engine `{engine_id}` needs a credential: set {name} in the environment"
     return f"engine `{engine_id}` needs a credential, which this command cannot supply"
+
+
+def check_path(path: str, *, create: bool) -> None:
+    """Refuse an explicit ``--path`` whose folder does not exist, unless ``create``.
+
+    A typo in a folder name would otherwise create a new, empty database in
+    a new folder without a word. With ``create`` the folder is made here
+    (private to the user on POSIX). ``:memory:`` and a bare file name (the
+    working folder) always pass.
+    """
+    if path == ":memory:":
+        return
+    try:
+        folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+        exists = os.path.isdir(folder)
+    except (ValueError, OSError):  # a NUL character: the engine names the problem
+        return
+    if exists:
+        return
+    if not create:
+        raise UsageError(
+            f"the folder of --path does not exist: {folder}; check the path, "
+            "or add --create to create it"
+        )
+    missing = []
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    # One level at a time: os.makedirs applies the mode to the last one only.
+    for level in reversed(missing):
+        try:
+            os.mkdir(level, 0o700)
+        except OSError as exc:
+            if isinstance(exc, FileExistsError) and os.path.isdir(level):
+                continue  # made meanwhile by another process
+            raise ConfigError(
+                f"cannot create the folder {level}: {exc.strerror or exc}"
+            ) from exc
 
 
 def select_engine(
@@ -106,8 +125,13 @@ def select_engine(
     path: Optional[str],
     config_file: Optional[str],
     env: Mapping[str, str],
+    create: bool = False,
 ) -> Selection:
-    """Resolve the engine id, settings and credential for a command (see the module doc)."""
+    """Resolve the engine id, settings and credential for a command (see the module doc).
+
+    An explicit ``path`` must be in an existing folder unless ``create``
+    (:func:`check_path`); the per-user default is always created.
+    """
     config, found = load_config(config_file, env)
     fallback = False
     if engine is not None:
@@ -119,7 +143,7 @@ def select_engine(
     else:
         offered = registry.engine_ids()
         picked = [
-            known for known, name in CREDENTIAL_ENV
+            known for known, name in registry.CREDENTIAL_ENV.items()
             if env.get(name, "").strip() and known in offered
         ]
         engine_id = picked[0] if picked else LOCAL_ENGINE_ID
@@ -133,10 +157,11 @@ def select_engine(
     if endpoint is not None:
         settings = replace(settings, endpoint=endpoint)
     if path is not None:
+        check_path(path, create=create)
         settings = replace(settings, path=path)
 
     descriptor = registry.describe_engine(engine_id)  # ConfigError for an unknown id
-    credential = _credential(engine_id, env)
+    credential = EngineCredential.from_env(engine_id, env)
     if descriptor.needs_key and credential.is_missing():
         raise ConfigError(_needs_key_hint(engine_id))
 

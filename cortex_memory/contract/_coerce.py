@@ -41,6 +41,8 @@ set_attr = object.__setattr__
 
 
 def _where(owner: object) -> str:
+    if isinstance(owner, str):  # a function's name, for a parameter that is no field
+        return owner
     return owner.__name__ if isinstance(owner, type) else type(owner).__name__
 
 
@@ -97,9 +99,25 @@ def enum_member(owner: object, name: str, cls: Type[_E], value: object) -> _E:
     raise _type_error(owner, name, f"a {cls.__name__}", value)
 
 
+def _refuse_single(owner: object, name: str, what: str, value: object) -> None:
+    """Refuse a bare ``str`` or ``bytes`` where a sequence belongs.
+
+    Both are iterable, so ``tuple("3f2a...")`` would quietly become one
+    one-character value per character (forty ids that name nothing); the
+    message says how to pass one value instead.
+    """
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(
+            f"{_where(owner)}.{name} must be a list or tuple of {what}, not a single "
+            f"{type(value).__name__}; wrap one value in a list: [value]"
+        )
+
+
 def tuple_of(owner: object, name: str, cls: Type[_T], value: Iterable[Any]) -> Tuple[_T, ...]:
-    """Return ``value`` as a tuple whose items are all ``cls`` instances."""
-    if isinstance(value, (str, bytes)) or not _iterable(value):
+    """Return ``value`` as a tuple whose items are all ``cls`` instances (a bare
+    ``str`` or ``bytes`` is refused, with a hint to wrap it in a list)."""
+    _refuse_single(owner, name, cls.__name__, value)
+    if not _iterable(value):
         raise _type_error(owner, name, f"an iterable of {cls.__name__}", value)
     items = value if type(value) is tuple else tuple(value)
     for item in items:
@@ -109,8 +127,10 @@ def tuple_of(owner: object, name: str, cls: Type[_T], value: Iterable[Any]) -> T
 
 
 def enum_tuple(owner: object, name: str, cls: Type[_E], value: Iterable[Any]) -> Tuple[_E, ...]:
-    """Return ``value`` as a tuple of ``cls`` members (wire strings accepted)."""
-    if isinstance(value, (str, bytes)) or not _iterable(value):
+    """Return ``value`` as a tuple of ``cls`` members (wire strings accepted; a bare
+    ``str`` is refused, with a hint to wrap it in a list)."""
+    _refuse_single(owner, name, cls.__name__, value)
+    if not _iterable(value):
         raise _type_error(owner, name, f"an iterable of {cls.__name__}", value)
     return tuple(enum_member(owner, f"{name}[]", cls, item) for item in value)
 

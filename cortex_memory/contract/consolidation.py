@@ -68,8 +68,8 @@ class ConsolidateRequest:
         return cls(reach)
 
     def with_kinds(self, kinds: Iterable[ItemKind]) -> ConsolidateRequest:
-        """A copy naming ``kinds``."""
-        return replace(self, kinds=tuple(kinds))
+        """A copy naming ``kinds`` (a list; a single ``str`` is ``TypeError``)."""
+        return replace(self, kinds=enum_tuple(self, "kinds", ItemKind, kinds))
 
     def admitted_kinds(self) -> Tuple[ItemKind, ...]:
         """The kinds named, or every kind when none are."""
@@ -138,7 +138,7 @@ class ConsolidateReceipt:
     @classmethod
     def started(cls, jobs: Iterable[str], scopes: int) -> ConsolidateReceipt:
         """Builds were started as ``jobs``."""
-        return cls(ConsolidateStatus.STARTED, tuple(jobs), scopes)
+        return cls(ConsolidateStatus.STARTED, str_tuple(cls, "jobs", jobs), scopes)
 
     @classmethod
     def completed(cls, scopes: int, built: Optional[int] = None) -> ConsolidateReceipt:

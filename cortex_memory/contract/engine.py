@@ -15,6 +15,7 @@ import abc
 from types import TracebackType
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
 
+from cortex_memory.contract._coerce import str_tuple
 from cortex_memory.contract._enum import quote
 from cortex_memory.contract.consolidation import (
     BeliefsRequest,
@@ -302,9 +303,10 @@ def get_by_listing(engine: MemoryEngine, request: GetRequest) -> List[Hit]:
 def forget_within_ids(ids: Iterable[ItemId]) -> List[ItemId]:
     """Check the ids of a ``forget_within`` and dedupe them, keeping the first occurrence.
 
-    No ids is refused as ``ForgetIds`` refuses it; a blank id is refused too.
+    No ids is refused as ``ForgetIds`` refuses it; a blank id is refused too, and a
+    single ``str`` is ``TypeError`` (it would iterate as one-character ids).
     """
-    target = ForgetIds(tuple(ids))
+    target = ForgetIds(str_tuple("forget_within", "ids", ids))
     target.validate()
     unique: Dict[ItemId, None] = {}
     for item_id in target.ids:

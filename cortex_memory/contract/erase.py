@@ -52,7 +52,7 @@ class EraseRequest:
 
     def with_kinds(self, kinds: Iterable[ItemKind]) -> EraseRequest:
         """A copy erasing only ``kinds``."""
-        return replace(self, kinds=tuple(kinds))
+        return replace(self, kinds=enum_tuple(self, "kinds", ItemKind, kinds))
 
     def with_whole_tree(self, whole_tree: bool = True) -> EraseRequest:
         """A copy that confirms erasing the whole tree."""

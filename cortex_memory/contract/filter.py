@@ -98,8 +98,8 @@ class MetaFilter:
 
     @classmethod
     def for_kinds(cls, kinds: Iterable[ItemKind]) -> MetaFilter:
-        """A filter selecting only ``kinds``."""
-        return cls(kinds=tuple(kinds))
+        """A filter selecting only ``kinds`` (a list; a single ``str`` is ``TypeError``)."""
+        return cls(kinds=enum_tuple(cls, "kinds", ItemKind, kinds))
 
     def admits_kind(self, kind: ItemKind) -> bool:
         """True when ``kinds`` is empty or holds ``kind``."""

@@ -26,8 +26,13 @@ class _TargetFactories(type):
     """
 
     def ids(cls, ids: Iterable[ItemId]) -> ForgetIds:
-        """Forget these ids wherever they live."""
-        return ForgetIds(tuple(ids))
+        """Forget these ids wherever they live.
+
+        ``ids`` is a list (or any iterable) of ids; a single ``str`` is refused
+        with ``TypeError`` (write ``ForgetTarget.ids([receipt.id])``), since
+        iterating it would give one-character ids that name nothing.
+        """
+        return ForgetIds(str_tuple(cls, "ids", ids))
 
     def filter(cls, flt: MetaFilter) -> ForgetFilter:
         """Forget everything ``flt`` admits, confined by its reach."""

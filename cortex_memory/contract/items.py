@@ -103,7 +103,7 @@ class StoreItem:
     @classmethod
     def conversation(cls, turns: Iterable[Turn], meta: MemoryMeta = _DEFAULT_META) -> Conversation:
         """A conversation of ``turns``."""
-        return Conversation(tuple(turns), meta)
+        return Conversation(tuple_of(cls, "turns", Turn, turns), meta)
 
     @classmethod
     def learning(

@@ -263,8 +263,8 @@ class MemoryMeta:
         return cls(source=Source(kind, id))
 
     def with_tags(self, tags: Iterable[str]) -> MemoryMeta:
-        """A copy whose tags are ``tags``."""
-        return _replace(self, tags=tuple(tags))
+        """A copy whose tags are ``tags`` (a list; a single ``str`` is ``TypeError``)."""
+        return _replace(self, tags=str_tuple(self, "tags", tags))
 
     def with_namespace(self, namespace: Namespace) -> MemoryMeta:
         """A copy living at ``namespace``."""

@@ -501,7 +501,7 @@ def test_runner_checks_exit_status_and_shown_output(tmp_path: Path) -> None:
                 "id": "bad",
                 "kind": "shell",
                 "commands": [
-                    {"line": "cortex-memory get 0123", "expect": None},
+                    {"line": "cortex-memory get no-such-id", "expect": None},
                     {"line": "cortex-memory engines", "expect": ["no such line"]},
                 ],
             },

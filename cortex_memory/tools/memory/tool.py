@@ -67,6 +67,15 @@ class RootSessions:
     """An authorizer that lets only the named root-agent sessions mutate memory."""
 
     def __init__(self, *session_ids: str) -> None:
+        for session_id in session_ids:
+            if not isinstance(session_id, str):
+                # RootSessions(["a", "b"]) would otherwise fail later, or (a
+                # tuple of ids) name one session no agent ever has.
+                raise TypeError(
+                    "RootSessions takes each session id as its own argument (a str): "
+                    "RootSessions('a', 'b') or RootSessions(*ids), "
+                    f"not a {type(session_id).__name__}"
+                )
         self._roots = frozenset(session_ids)
 
     def authorize_memory_mutation(self, session_id: str) -> None:
