@@ -92,7 +92,7 @@ def store_in_batches(
         for batch in batches(items, batch_size):
             validate_each(batch)
             if replace:
-                ReplaceBatch(batch)  # refuses an item without a source identity
+                ReplaceBatch.of(batch)  # refuses an item without a source identity
             deadline.check(where)
             receipts.extend(store_batch(batch))
             if progress is not None:
@@ -117,7 +117,7 @@ def stored_one_by_one(
     ones are stored plainly and then replaced by it, so its receipt lists
     them). An ``Error`` part-way carries the receipts of the items before it.
     """
-    survives = ReplaceBatch(batch).survives if replace else [False] * len(batch)
+    survives = ReplaceBatch.of(batch).survives if replace else [False] * len(batch)
     receipts: List[StoreReceipt] = []
     try:
         for item, survivor in zip(batch, survives):

@@ -107,18 +107,18 @@ def is_version_of(key: VersionKey, kind: ItemKind, meta: MemoryMeta) -> bool:
 class ReplaceBatch:
     """The replace rules for one batch: version keys, survivors and earlier versions.
 
-    Built from a validated batch (every item is refused first when one has no
-    source identity). ``survives[i]`` is True for the last item of each
-    source; the others are replaced within the batch.
+    Build it with :meth:`of` from a validated batch (an item without a source
+    identity is refused there). ``survives[i]`` is True for the last item of
+    each source; the others are replaced within the batch.
     """
 
     __slots__ = ("_earlier", "ids", "keys", "survives")
 
-    def __init__(self, items: Sequence[StoreItem], ids: Optional[Sequence[ItemId]] = None) -> None:
-        self.keys: List[VersionKey] = [version_key(item) for item in items]
-        self.ids: List[ItemId] = (
-            [item.fingerprint() for item in items] if ids is None else list(ids)
-        )
+    def __init__(self, keys: Sequence[VersionKey], ids: Sequence[ItemId]) -> None:
+        if len(keys) != len(ids):
+            raise ValueError("a replace batch needs one id per version key")
+        self.keys: List[VersionKey] = list(keys)
+        self.ids: List[ItemId] = list(ids)
         last: Dict[VersionKey, int] = {}
         for index, key in enumerate(self.keys):
             last[key] = index
@@ -129,6 +129,21 @@ class ReplaceBatch:
             survivor = last[key]
             if index != survivor and self.ids[index] != self.ids[survivor]:
                 self._earlier.setdefault(survivor, set()).add(self.ids[index])
+
+    @classmethod
+    def of(
+        cls, items: Sequence[StoreItem], ids: Optional[Sequence[ItemId]] = None
+    ) -> ReplaceBatch:
+        """The rules for ``items`` (their fingerprints unless ``ids`` are given).
+
+        An item without a source identity is ``InvalidRequestError``.
+        """
+        keys = [version_key(item) for item in items]
+        return cls(keys, [item.fingerprint() for item in items] if ids is None else ids)
+
+    def prefix(self, count: int) -> ReplaceBatch:
+        """The rules for the first ``count`` items alone (what a failure part-way kept)."""
+        return ReplaceBatch(self.keys[:count], self.ids[:count])
 
     def survivors(self) -> Dict[VersionKey, int]:
         """Each source of the batch and the index of its surviving item."""
