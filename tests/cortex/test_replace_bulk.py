@@ -3,8 +3,10 @@ items 1-2, issue 15 item 2), through real sockets to the doubles of both wires."
 
 from __future__ import annotations
 
+import re
 import urllib.parse
-from typing import Iterator, List, Optional, Tuple
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -22,6 +24,8 @@ from cortex_memory.contract import (
 from cortex_memory.contract.conformance.checks_writes import past_deadline
 
 HOME = "/home/ada/notes"
+FLOWS = Path(__file__).resolve().parents[2] / "docs" / "flows.md"
+REPLACE_HEAD = "| Store with `replace=True` (one document, `VISIBLE`) | Direct | Hosted |"
 
 
 def listed(engine) -> List[str]:
@@ -156,6 +160,42 @@ def test_replace_needs_a_source_identity_and_sends_nothing(kit, wire, make_doubl
     with pytest.raises(InvalidRequestError, match=r"meta\.file_path is blank"):
         engine.store_many([kit.document("blank path", file_path="  ")], replace=True)
     assert double.state.requests() == []
+
+
+def replace_table() -> Dict[str, Tuple[int, int]]:
+    """The replace request table of docs/flows.md: case -> (Direct, hosted)."""
+    lines = FLOWS.read_text(encoding="utf-8").splitlines()
+    rows: Dict[str, Tuple[int, int]] = {}
+    for line in lines[lines.index(REPLACE_HEAD) + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        direct, hosted = (int(re.match(r"\d+", cell).group()) for cell in cells[1:])  # type: ignore[union-attr]
+        rows[cells[0]] = (direct, hosted)
+    return rows
+
+
+def test_replace_sends_what_flows_md_says(kit, wire, make_double):
+    table = replace_table()
+    column = 0 if wire == "direct" else 1
+    assert set(table) == {
+        "a new version, one older version held",
+        "a new item, no other version held",
+        "the held version stored again (a replay)",
+    }
+    double = make_double(wire)
+    engine = double.engine()
+    engine.store(kit.document("version one", file_path="t.md"))
+    counts = {}
+    for case, item in (
+        ("a new version, one older version held", kit.document("version two", file_path="t.md")),
+        ("the held version stored again (a replay)", kit.document("version two", file_path="t.md")),
+        ("a new item, no other version held", kit.document("alone", file_path="u.md")),
+    ):
+        double.state.clear_seen()
+        engine.store(item, replace=True)
+        counts[case] = len(double.state.requests())
+    assert counts == {case: cells[column] for case, cells in table.items()}
 
 
 # ------------------------------------------------------------------------ bulk
