@@ -52,6 +52,7 @@ from cortex_memory.contract import (
     WaitFor,
     forget_within_ids,
     store_in_batches,
+    validate_each,
 )
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.replacing import ReplaceBatch
@@ -59,6 +60,7 @@ from cortex_memory.errors import Error, InvalidRequestError, UnavailableError
 from cortex_memory.local import consolidate as beliefs_layer
 from cortex_memory.local import reads, writes
 from cortex_memory.local.bounded import bounded
+from cortex_memory.local.bounded import where as bounded_where
 from cortex_memory.local.connections import (
     MEMORY,
     ConnectionPool,
@@ -211,12 +213,14 @@ class LocalEngine(MemoryEngine):
     def _session(
         self, action: str, deadline: Optional[Deadline] = None
     ) -> Iterator[sqlite3.Connection]:
-        bound = _UNBOUNDED if deadline is None else deadline
-        with sqlite_errors(action), self._pool.connection(bound) as conn, bounded(
-            conn, bound, action, self._timeout
-        ):
-            self._ensure_ready(conn)
-            yield conn
+        with sqlite_errors(action), self._pool.connection(deadline) as conn:
+            if deadline is not None and deadline.bounded:
+                with bounded(conn, deadline, action, self._timeout):
+                    self._ensure_ready(conn)
+                    yield conn
+            else:  # the common case sets nothing on the connection
+                self._ensure_ready(conn)
+                yield conn
 
     def _ranked_read(
         self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, bool], _T]
@@ -288,7 +292,9 @@ class LocalEngine(MemoryEngine):
         """
         if not isinstance(item, StoreItem):
             raise TypeError(f"store takes a StoreItem, not {type(item).__name__}")
-        return self.store_many([item], replace=replace, wait=wait, deadline=deadline)[0]
+        _check_wait(wait)
+        batch = validate_each((item,))
+        return self._write_batch(batch, replace, Deadline.of(deadline))[0]
 
     def store_many(
         self,
@@ -309,29 +315,37 @@ class LocalEngine(MemoryEngine):
         """
         _check_wait(wait)
         bound = Deadline.of(deadline)
-
-        def store_batch(batch: Tuple[StoreItem, ...]) -> List[StoreReceipt]:
-            replacing = ReplaceBatch.of(batch) if replace else None
-            with sqlite_errors("storing items"):
-                prepared = self._vectors.prepare(batch)
-            kept: List[StoreReceipt] = []
-            try:
-                with self._session("storing items", bound) as conn:
-                    receipts = writes.store_batch(
-                        conn, self._tenant, prepared, fts=self._fts,
-                        model=self._vectors.model, replacing=replacing, kept=kept,
-                    )
-                    if self._count_writes(sum(1 for r in receipts if not r.replayed)):
-                        _refresh_statistics(conn)
-            except Error as err:
-                err.receipts = (*kept, *err.receipts)
-                raise
-            return receipts
-
         return store_in_batches(
-            items, store_batch, deadline=bound, progress=progress, replace=replace,
+            items,
+            lambda batch: self._write_batch(batch, replace, bound),
+            deadline=bound,
+            progress=progress,
+            replace=replace,
             batch_size=LOCAL_BATCH,
         )
+
+    def _write_batch(
+        self, batch: Tuple[StoreItem, ...], replace: bool, deadline: Deadline
+    ) -> List[StoreReceipt]:
+        """Write one validated batch in one transaction (see :func:`writes.store_batch`)."""
+        replacing = ReplaceBatch.of(batch) if replace else None
+        if deadline.bounded:  # before the embedder's work, which nothing interrupts
+            deadline.check(bounded_where("storing items"))
+        with sqlite_errors("storing items"):
+            prepared = self._vectors.prepare(batch)
+        kept: List[StoreReceipt] = []
+        try:
+            with self._session("storing items", deadline) as conn:
+                receipts = writes.store_batch(
+                    conn, self._tenant, prepared, fts=self._fts,
+                    model=self._vectors.model, replacing=replacing, kept=kept,
+                )
+                if self._count_writes(sum(1 for r in receipts if not r.replayed)):
+                    _refresh_statistics(conn)
+        except Error as err:
+            err.receipts = (*kept, *err.receipts)
+            raise
+        return receipts
 
     def _count_writes(self, created: int) -> bool:
         """Count new items; True every :data:`_STATS_EVERY` (time to check statistics)."""
@@ -505,9 +519,6 @@ class LocalEngine(MemoryEngine):
     def close(self) -> None:
         """Close every connection (busy ones as their calls finish); later calls fail."""
         self._pool.close()
-
-
-_UNBOUNDED = Deadline(None)
 
 
 def _refresh_statistics(conn: sqlite3.Connection) -> None:
