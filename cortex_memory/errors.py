@@ -5,7 +5,9 @@ escapes except programming errors (``TypeError`` for an argument of the wrong
 type). ``str(err)`` starts with the variant prefix (``"unavailable: ..."``);
 ``err.message`` is the bare message. Status failures of either CortexDB wire also
 carry their facts as attributes: ``err.status`` (the HTTP status) and
-``err.code`` (the backend's error code), both ``None`` otherwise.
+``err.code`` (the backend's error code), both ``None`` otherwise. An error
+that stops a ``store_many`` part-way carries ``err.receipts``: the receipts of
+the items stored before it (empty on every other error).
 
 No message is ever built from a credential.
 """
@@ -13,7 +15,10 @@ No message is ever built from a credential.
 from __future__ import annotations
 
 import re
-from typing import ClassVar, Optional
+from typing import TYPE_CHECKING, ClassVar, Optional, Tuple
+
+if TYPE_CHECKING:  # pragma: no cover - a type only; the contract imports this module
+    from cortex_memory.contract.items import StoreReceipt
 
 __all__ = [
     "ConfigError",
@@ -40,6 +45,10 @@ class Error(Exception):
 
     Two errors compare equal when they have the same class and message, so
     tests and hosts can compare them directly; they are hashable and copyable.
+    ``receipts`` holds, on an error that stopped a ``store_many`` part-way, the
+    receipts of the items stored before it, in item order (so a caller knows
+    what was kept; sending the same items again replays those and stores the
+    rest). It is empty on every other error.
     """
 
     prefix: ClassVar[str] = "error: "
@@ -47,6 +56,8 @@ class Error(Exception):
     message: str
     status: Optional[int]
     code: Optional[str]
+    #: Receipts of the items a failed ``store_many`` stored before failing.
+    receipts: Tuple[StoreReceipt, ...] = ()
 
     def __init__(
         self,

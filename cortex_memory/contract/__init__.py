@@ -9,6 +9,7 @@ See ``docs/contract.md``.
 
 from __future__ import annotations
 
+from cortex_memory.contract.bulk import Progress, store_in_batches
 from cortex_memory.contract.consolidation import (
     BELIEF_TAG,
     CONSOLIDATED_TAG,
@@ -26,6 +27,7 @@ from cortex_memory.contract.content import (
     Turn,
     UriBody,
 )
+from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.contract.descriptor import (
     Consolidation,
     EngineDescriptor,
@@ -35,6 +37,7 @@ from cortex_memory.contract.descriptor import (
 from cortex_memory.contract.engine import (
     MemoryEngine,
     cursor_from_offset,
+    deadline_keywords,
     explore_by_listing,
     explore_page_of,
     forget_within_by_get,
@@ -62,6 +65,7 @@ from cortex_memory.contract.items import (
     Learning,
     StoreItem,
     StoreReceipt,
+    validate_each,
     validate_many,
 )
 from cortex_memory.contract.jsonfmt import (
@@ -97,6 +101,13 @@ from cortex_memory.contract.meta import (
     same_id,
 )
 from cortex_memory.contract.namespace import Namespace, Reach, Segment, SegmentKind, admitted_by
+from cortex_memory.contract.replacing import (
+    SourceIdentity,
+    VersionKey,
+    is_version_of,
+    source_identity,
+    version_key,
+)
 from cortex_memory.contract.requests import (
     FetchMode,
     FetchRequest,
@@ -130,6 +141,8 @@ __all__ = [
     "Consolidation",
     "Conversation",
     "DEFAULT_SCAN_LIMIT",
+    "Deadline",
+    "DeadlineLike",
     "Document",
     "DocumentBody",
     "EngineDescriptor",
@@ -170,6 +183,7 @@ __all__ = [
     "MetaFilter",
     "Namespace",
     "ObservedActor",
+    "Progress",
     "REDACTED_PREFIX",
     "Reach",
     "RecallAnswer",
@@ -179,6 +193,7 @@ __all__ = [
     "Segment",
     "SegmentKind",
     "Source",
+    "SourceIdentity",
     "SourceKind",
     "StoreItem",
     "StoreReceipt",
@@ -188,11 +203,13 @@ __all__ = [
     "Turn",
     "TurnRange",
     "UriBody",
+    "VersionKey",
     "WHITE_SPACE",
     "WaitFor",
     "WriteOptions",
     "admitted_by",
     "cursor_from_offset",
+    "deadline_keywords",
     "dumps",
     "explore_by_listing",
     "explore_page_of",
@@ -210,12 +227,17 @@ __all__ = [
     "in_request_order",
     "is_blank",
     "is_item_id",
+    "is_version_of",
     "offset_from_cursor",
     "parse_timestamp",
     "path_matches",
     "redacted_id",
     "same_id",
+    "source_identity",
+    "store_in_batches",
     "to_f32",
     "trim",
+    "validate_each",
     "validate_many",
+    "version_key",
 ]

@@ -6,29 +6,42 @@ built on those (contract.md §3). Every method validates its request first, so
 every engine refuses the same bad call with the same ``InvalidRequestError``;
 the refusing defaults validate before they refuse.
 
+Every operation but ``descriptor`` and ``close`` takes ``deadline=`` (seconds,
+or a :class:`~cortex_memory.contract.deadline.Deadline`): one bound over the
+whole call, past which it raises ``UnavailableError`` ("deadline exceeded")
+and leaves nothing half-written. ``store`` and ``store_many`` take
+``replace=`` (see :mod:`cortex_memory.contract.replacing`) and ``store_many``
+takes any iterable with an optional ``progress`` callback
+(:mod:`cortex_memory.contract.bulk`).
+
 The default helpers are module functions so engines can call them directly.
+The defaults pass ``replace=True`` and a bounded ``deadline`` on to the
+engine's own methods only when given, so an engine written before those
+keywords existed keeps working with calls that do not use them.
 """
 
 from __future__ import annotations
 
 import abc
 from types import TracebackType
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
 
 from cortex_memory.contract._coerce import str_tuple
 from cortex_memory.contract._enum import quote
+from cortex_memory.contract.bulk import Progress, store_in_batches, stored_one_by_one
 from cortex_memory.contract.consolidation import (
     BeliefsRequest,
     ConsolidateReceipt,
     ConsolidateRequest,
 )
+from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.contract.descriptor import EngineDescriptor, EngineHealth
 from cortex_memory.contract.erase import EraseReport, EraseRequest
 from cortex_memory.contract.explore import Bucket, ExplorePage, ExploreRequest
 from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.forget import ForgetIds, ForgetReport, ForgetTarget
-from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt, validate_many
+from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt
 from cortex_memory.contract.limits import MAX_GET_IDS, SCAN_PAGE
 from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.requests import (
@@ -51,6 +64,7 @@ from cortex_memory.errors import EngineError, InvalidRequestError, UnsupportedEr
 __all__ = [
     "MemoryEngine",
     "cursor_from_offset",
+    "deadline_keywords",
     "explore_by_listing",
     "explore_page_of",
     "forget_within_by_get",
@@ -67,8 +81,11 @@ class MemoryEngine(abc.ABC):
     """A memory engine: stores items and reads, ranks, answers from and forgets them.
 
     Methods block; one instance is shared safely by many threads. Engines are
-    context managers (``with engine: ...`` closes it). Subclasses may add
-    keyword-only parameters with defaults (a ``deadline``, say) to any method.
+    context managers (``with engine: ...`` closes it). Every operation but
+    :meth:`descriptor` and :meth:`close` takes ``deadline=``: seconds or a
+    :class:`~cortex_memory.contract.deadline.Deadline` bounding the whole call;
+    past it the call raises ``UnavailableError`` and writes nothing more (what
+    a write had stored whole stays stored; nothing is left half-written).
     """
 
     # -- the seven an engine must implement -------------------------------------
@@ -78,90 +95,130 @@ class MemoryEngine(abc.ABC):
         """What the engine is and offers; does no I/O."""
 
     @abc.abstractmethod
-    def health(self) -> EngineHealth:
+    def health(self, *, deadline: DeadlineLike = None) -> EngineHealth:
         """How the engine is; never raises (trouble is ``degraded`` or ``down``)."""
 
     @abc.abstractmethod
-    def recall(self, request: RecallRequest) -> RecallAnswer:
+    def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         """Answer a question from the items the filter admits, with citations."""
 
     @abc.abstractmethod
-    def fetch(self, request: FetchRequest) -> FetchPage:
+    def fetch(self, request: FetchRequest, *, deadline: DeadlineLike = None) -> FetchPage:
         """Rank the items the filter admits, best first.
 
         ``descriptor().ensure_mode(request.mode)`` runs before ``validate()``.
         """
 
     @abc.abstractmethod
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+    def store(
+        self,
+        item: StoreItem,
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        deadline: DeadlineLike = None,
+    ) -> StoreReceipt:
         """Store an item at ``meta.namespace``; the same item again is a replay (same id).
 
         The receipt's id is ``item.fingerprint()``. An engine without a cheaper
-        acknowledgement serves ``ACCEPTED`` as ``VISIBLE``.
+        acknowledgement serves ``ACCEPTED`` as ``VISIBLE``. With ``replace``,
+        the other versions of the item's source (same kind, namespace and
+        ``meta.source.id``, else ``meta.file_path``) are forgotten once the item
+        is stored, and ``receipt.replaced`` lists them; an item without a
+        source identity is refused (``InvalidRequestError``).
         """
 
     @abc.abstractmethod
-    def forget(self, target: ForgetTarget) -> ForgetReport:
+    def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
         """Forget by ids (wherever they live) or by filter (inside its reach)."""
 
     @abc.abstractmethod
-    def list(self, request: ListRequest) -> ListPage:
+    def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """Page through the items the filter admits; every hit's score is 0.0."""
 
     # -- defaults -----------------------------------------------------------------
 
     def store_many(
-        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
+        self,
+        items: Iterable[StoreItem],
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        progress: Optional[Progress] = None,
+        deadline: DeadlineLike = None,
     ) -> List[StoreReceipt]:
-        """Store a batch of 1..=100 items; receipts come in item order.
+        """Store any number of items (any iterable, taken lazily); receipts in item order.
 
-        The default validates the whole batch, then stores each item in order
-        (passing ``wait``) and stops at the first error; items stored before it
-        stay stored, so sending the batch again gives replays.
+        Items go in batches of 100, each validated whole before any of it is
+        stored; ``progress(done, total)`` is called after each batch (``total``
+        is ``None`` when ``items`` has no ``len``). An item repeated in the
+        call replays its first copy. The default stores each item with
+        :meth:`store` (passing ``wait``) and stops at the first error, whose
+        ``receipts`` attribute lists the items stored before it; sending the
+        items again gives replays for those. With ``replace``, the last item
+        of each source replaces the others (see :meth:`store`).
         """
-        batch = validate_many(items)
-        return [self.store(item, wait=wait) for item in batch]
+        bound = Deadline.of(deadline)
 
-    def list_preview(self, request: ListRequest) -> ListPage:
+        def store_one(item: StoreItem, replacing: bool) -> StoreReceipt:
+            return self.store(item, wait=wait, **deadline_keywords(bound, replace=replacing))
+
+        return store_in_batches(
+            items,
+            lambda batch: stored_one_by_one(store_one, batch, replace=replace),
+            deadline=bound,
+            progress=progress,
+            replace=replace,
+        )
+
+    def list_preview(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """Like ``list`` (same items, order, ids, meta and cursors); ``text`` may be cut.
 
         The default is ``list`` itself.
         """
-        return self.list(request)
+        return self.list(request, **deadline_keywords(Deadline.of(deadline)))
 
-    def get(self, request: GetRequest) -> List[Hit]:
+    def get(self, request: GetRequest, *, deadline: DeadlineLike = None) -> List[Hit]:
         """Whole items by id, in the order asked; unknown or out-of-reach ids are omitted."""
-        return get_by_listing(self, request)
+        return get_by_listing(self, request, deadline=deadline)
 
-    def explore(self, request: ExploreRequest) -> ExplorePage:
+    def explore(self, request: ExploreRequest, *, deadline: DeadlineLike = None) -> ExplorePage:
         """Count the items the filter admits by a facet."""
-        return explore_by_listing(self, request)
+        return explore_by_listing(self, request, deadline=deadline)
 
-    def forget_within(self, ids: Iterable[ItemId], reach: Reach) -> ForgetReport:
+    def forget_within(
+        self, ids: Iterable[ItemId], reach: Reach, *, deadline: DeadlineLike = None
+    ) -> ForgetReport:
         """Forget ``ids`` only where ``reach`` admits them, looking nowhere else."""
-        return forget_within_by_get(self, ids, reach)
+        return forget_within_by_get(self, ids, reach, deadline=deadline)
 
-    def export(self, request: ListRequest) -> ExportPage:
+    def export(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ExportPage:
         """Page through the items whole (as ``StoreItem``); unsupported by default."""
         request.validate()
+        Deadline.of(deadline)
         raise UnsupportedError(f"engine `{self.descriptor().id}` does not export items")
 
-    def erase(self, request: EraseRequest) -> EraseReport:
+    def erase(self, request: EraseRequest, *, deadline: DeadlineLike = None) -> EraseReport:
         """Hard-delete by node(s) and kinds; unsupported by default (callers fall back
         to ``forget``)."""
         request.validate()
+        Deadline.of(deadline)
         raise UnsupportedError(f"engine `{self.descriptor().id}` does not erase")
 
-    def consolidate(self, request: ConsolidateRequest) -> ConsolidateReceipt:
+    def consolidate(
+        self, request: ConsolidateRequest, *, deadline: DeadlineLike = None
+    ) -> ConsolidateReceipt:
         """Ask for a belief build over the reach; unsupported by default."""
         request.validate()
+        Deadline.of(deadline)
         raise UnsupportedError(
             f"engine `{self.descriptor().id}` does not consolidate memory"
         )
 
-    def beliefs(self, request: BeliefsRequest) -> List[Hit]:
+    def beliefs(self, request: BeliefsRequest, *, deadline: DeadlineLike = None) -> List[Hit]:
         """Beliefs within the reach (learning hits tagged ``belief``); none by default."""
         request.validate()
+        Deadline.of(deadline)
         return []
 
     def close(self) -> None:
@@ -181,6 +238,20 @@ class MemoryEngine(abc.ABC):
 
 
 # ------------------------------------------------------------- default helpers
+
+
+def deadline_keywords(deadline: Deadline, *, replace: bool = False) -> Dict[str, Any]:
+    """The keywords a default passes on: ``deadline`` when bounded, ``replace`` when True.
+
+    Leaving them out otherwise keeps engines written before those keywords
+    existed working with every call that does not use them.
+    """
+    out: Dict[str, Any] = {}
+    if replace:
+        out["replace"] = True
+    if deadline.bounded:
+        out["deadline"] = deadline
+    return out
 
 
 def _check_progress(engine: MemoryEngine, sent: Optional[str], got: Optional[str]) -> None:
@@ -209,21 +280,28 @@ def explore_page_of(
     )
 
 
-def explore_by_listing(engine: MemoryEngine, request: ExploreRequest) -> ExplorePage:
+def explore_by_listing(
+    engine: MemoryEngine, request: ExploreRequest, *, deadline: DeadlineLike = None
+) -> ExplorePage:
     """Explore by paging through ``engine.list`` (the default ``explore``).
 
     Reads at most ``scan_limit`` items, 200 per page; ``truncated`` when the
-    limit was reached while a cursor remained.
+    limit was reached while a cursor remained. The deadline is checked before
+    each page and passed on to ``list``.
     """
     request.validate()
+    bound = Deadline.of(deadline)
+    keywords = deadline_keywords(bound)
     counts: Dict[str, int] = {}
     total = missing = read = 0
     facet = request.facet
     cursor: Optional[str] = None
     truncated = False
     while True:
+        bound.check("explore")
         page = engine.list(
-            ListRequest(request.filter, min(SCAN_PAGE, request.scan_limit - read), cursor)
+            ListRequest(request.filter, min(SCAN_PAGE, request.scan_limit - read), cursor),
+            **keywords,
         )
         for hit in page.items:
             total += 1
@@ -276,18 +354,24 @@ def in_request_order(ids: Sequence[ItemId], hits: Iterable[Hit]) -> List[Hit]:
     return ordered
 
 
-def get_by_listing(engine: MemoryEngine, request: GetRequest) -> List[Hit]:
+def get_by_listing(
+    engine: MemoryEngine, request: GetRequest, *, deadline: DeadlineLike = None
+) -> List[Hit]:
     """Get by paging through ``engine.list`` under the request's reach (the default ``get``).
 
-    Stops once every asked id is found or the listing ends.
+    Stops once every asked id is found or the listing ends. The deadline is
+    checked before each page and passed on to ``list``.
     """
     request.validate()
+    bound = Deadline.of(deadline)
+    keywords = deadline_keywords(bound)
     wanted = set(request.ids)
     found: Dict[ItemId, Hit] = {}
     flt = MetaFilter(reach=request.reach)
     cursor: Optional[str] = None
     while True:
-        page = engine.list(ListRequest(flt, SCAN_PAGE, cursor))
+        bound.check("get")
+        page = engine.list(ListRequest(flt, SCAN_PAGE, cursor), **keywords)
         for hit in page.items:
             if hit.id in wanted and hit.id not in found:
                 found[hit.id] = hit
@@ -317,22 +401,31 @@ def forget_within_ids(ids: Iterable[ItemId]) -> List[ItemId]:
 
 
 def forget_within_by_get(
-    engine: MemoryEngine, ids: Iterable[ItemId], reach: Reach
+    engine: MemoryEngine,
+    ids: Iterable[ItemId],
+    reach: Reach,
+    *,
+    deadline: DeadlineLike = None,
 ) -> ForgetReport:
     """Forget ``ids`` only inside ``reach`` (the default ``forget_within``).
 
     Looks the ids up with ``engine.get`` under ``reach`` (200 at a time) and
     forgets only those found; when none is found, no forget is sent at all.
+    The deadline is checked before each call and passed on.
     """
     unique = forget_within_ids(ids)
+    bound = Deadline.of(deadline)
+    keywords = deadline_keywords(bound)
     found: List[ItemId] = []
     for start in range(0, len(unique), MAX_GET_IDS):
         chunk = unique[start : start + MAX_GET_IDS]
         asked = set(chunk)
-        for hit in engine.get(GetRequest(tuple(chunk), reach)):
+        bound.check("forget_within")
+        for hit in engine.get(GetRequest(tuple(chunk), reach), **keywords):
             if hit.id in asked:
                 asked.discard(hit.id)
                 found.append(hit.id)
     if not found:
         return ForgetReport(0)
-    return engine.forget(ForgetTarget.ids(found))
+    bound.check("forget_within")
+    return engine.forget(ForgetTarget.ids(found), **keywords)

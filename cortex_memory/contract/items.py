@@ -18,6 +18,7 @@ from cortex_memory.contract._coerce import (
     req_str,
     req_type,
     set_attr,
+    str_tuple,
     tuple_of,
 )
 from cortex_memory.contract._enum import quote
@@ -28,6 +29,7 @@ from cortex_memory.contract._read import (
     get_list,
     get_opt_str,
     get_str,
+    get_str_tuple,
     obj,
 )
 from cortex_memory.contract.content import (
@@ -60,6 +62,7 @@ __all__ = [
     "TextBody",
     "Turn",
     "UriBody",
+    "validate_each",
     "validate_many",
 ]
 
@@ -359,37 +362,62 @@ class Learning(StoreItem):
 
 @dataclass(frozen=True)
 class StoreReceipt:
-    """The answer to a store ↔ ``{id, replayed}``; ``replayed`` means it was already held."""
+    """The answer to a store ↔ ``{id, replayed, replaced?}``.
+
+    ``replayed`` means the item was already held. ``replaced`` holds, sorted,
+    the ids of the other versions of the item's source that a store with
+    ``replace=True`` removed (omitted from the JSON when empty, so a store
+    without ``replace`` answers exactly ``{id, replayed}``).
+    """
 
     id: ItemId
     replayed: bool
+    replaced: Tuple[ItemId, ...] = ()
 
     def __post_init__(self) -> None:
         req_str(self, "id", self.id)
         req_bool(self, "replayed", self.replayed)
+        if type(self.replaced) is not tuple or self.replaced:
+            set_attr(self, "replaced", str_tuple(self, "replaced", self.replaced))
 
     def to_json(self) -> Dict[str, Any]:
-        """``{id, replayed}``."""
-        return {"id": self.id, "replayed": self.replayed}
+        """``{id, replayed, replaced?}`` (``replaced`` omitted when empty)."""
+        out: Dict[str, Any] = {"id": self.id, "replayed": self.replayed}
+        if self.replaced:
+            out["replaced"] = list(self.replaced)
+        return out
 
     @classmethod
     def from_json(cls, value: object) -> StoreReceipt:
-        """Read ``{id, replayed}``."""
+        """Read ``{id, replayed, replaced?}``."""
         o = obj(value, "store receipt")
-        return cls(get_str(o, "id", "store receipt"), get_bool(o, "replayed", "store receipt"))
+        return cls(
+            get_str(o, "id", "store receipt"),
+            get_bool(o, "replayed", "store receipt"),
+            get_str_tuple(o, "replaced", "store receipt"),
+        )
 
 
 def validate_many(items: Iterable[StoreItem]) -> Tuple[StoreItem, ...]:
-    """Check a ``store_many`` batch and return it as a tuple.
+    """Check one batch of at most 100 items and return it as a tuple.
 
     An empty batch or one of more than 100 items is refused; otherwise the
-    first item whose ``validate()`` fails gives its error.
+    first item whose ``validate()`` fails gives its error. (``store_many``
+    itself takes any number of items and batches them.)
     """
     batch = tuple(items)
     if not 1 <= len(batch) <= MAX_STORE_MANY:
         raise InvalidRequestError(
             f"store_many takes between 1 and {MAX_STORE_MANY} items"
         )
+    return validate_each(batch)
+
+
+def validate_each(batch: Tuple[StoreItem, ...]) -> Tuple[StoreItem, ...]:
+    """Check every item of ``batch`` in order (a non-item is ``TypeError``); return it.
+
+    The first item whose ``validate()`` fails gives its error.
+    """
     for item in batch:
         if not isinstance(item, StoreItem):
             raise TypeError(f"store_many takes StoreItem values, not {type(item).__name__}")

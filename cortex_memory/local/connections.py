@@ -24,8 +24,9 @@ import logging
 import os
 import sqlite3
 import threading
-from typing import Callable, Iterator, List
+from typing import Callable, Iterator, List, Optional
 
+from cortex_memory.contract.deadline import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
 
 __all__ = [
@@ -168,8 +169,9 @@ class ConnectionPool:
     """Hands out connections to one database, each to one caller at a time.
 
     ``size`` caps how many connections exist; a caller that finds them all in
-    use waits for one. :meth:`close` closes idle connections at once and
-    busy ones as they come back; borrowing after it raises ``EngineError``.
+    use waits for one (no longer than its deadline, when it has one).
+    :meth:`close` closes idle connections at once and busy ones as they come
+    back; borrowing after it raises ``EngineError``.
     """
 
     def __init__(self, opener: Callable[[], sqlite3.Connection], size: int) -> None:
@@ -187,15 +189,18 @@ class ConnectionPool:
             return self._closed
 
     @contextlib.contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
-        """Borrow a connection for the block (opening one when the pool has room)."""
-        conn = self._acquire()
+    def connection(self, deadline: Optional[Deadline] = None) -> Iterator[sqlite3.Connection]:
+        """Borrow a connection for the block (opening one when the pool has room).
+
+        Waiting for a free one ends with the deadline's ``UnavailableError``.
+        """
+        conn = self._acquire(deadline)
         try:
             yield conn
         finally:
             self._release(conn)
 
-    def _acquire(self) -> sqlite3.Connection:
+    def _acquire(self, deadline: Optional[Deadline]) -> sqlite3.Connection:
         with self._cond:
             while True:
                 if self._closed:
@@ -205,7 +210,10 @@ class ConnectionPool:
                 if self._count < self._size:
                     self._count += 1
                     break
-                self._cond.wait()
+                left = None if deadline is None else deadline.remaining()
+                if deadline is not None and left is not None and left <= 0:
+                    raise deadline.error("the local engine while waiting for a free connection")
+                self._cond.wait(left)
         # Open outside the lock: it touches the file system.
         try:
             return self._opener()

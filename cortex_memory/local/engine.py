@@ -1,9 +1,10 @@
 """``LocalEngine``: the whole engine contract on one SQLite file (or in memory).
 
 Every public method validates its request first (the contract's rule), then
-borrows a connection from the pool for the length of the call. The SQL lives
-in the modules next to this one: ``writes`` (store, forget, erase), ``reads``
-(list, export, get, fetch), ``explore``, ``consolidate`` and ``recall``.
+borrows a connection from the pool for the length of the call, bounded by the
+call's ``deadline=`` when it has one (:mod:`.bounded`). The SQL lives in the
+modules next to this one: ``writes`` (store, forget, erase), ``reads`` (list,
+export, get, fetch), ``explore``, ``consolidate`` and ``recall``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import logging
 import os
 import sqlite3
 import threading
-from typing import Callable, Iterable, Iterator, List, Tuple, TypeVar, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
 from cortex_memory.contract import (
     BeliefsRequest,
     ConsolidateReceipt,
     ConsolidateRequest,
     Consolidation,
+    Deadline,
+    DeadlineLike,
     EngineDescriptor,
     EngineHealth,
     EraseReport,
@@ -40,6 +43,7 @@ from cortex_memory.contract import (
     ItemId,
     ListPage,
     ListRequest,
+    Progress,
     Reach,
     RecallAnswer,
     RecallRequest,
@@ -47,12 +51,16 @@ from cortex_memory.contract import (
     StoreReceipt,
     WaitFor,
     forget_within_ids,
-    validate_many,
+    store_in_batches,
+    validate_each,
 )
 from cortex_memory.contract.engine import MemoryEngine
+from cortex_memory.contract.replacing import ReplaceBatch
 from cortex_memory.errors import Error, InvalidRequestError, UnavailableError
 from cortex_memory.local import consolidate as beliefs_layer
 from cortex_memory.local import reads, writes
+from cortex_memory.local.bounded import bounded
+from cortex_memory.local.bounded import where as bounded_where
 from cortex_memory.local.connections import (
     MEMORY,
     ConnectionPool,
@@ -74,7 +82,7 @@ from cortex_memory.local.schema import (
 )
 from cortex_memory.local.space import Vectors
 
-__all__ = ["LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
+__all__ = ["LOCAL_BATCH", "LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
 
 _log = logging.getLogger(__name__)
 
@@ -84,6 +92,9 @@ _STATS_EVERY = 2000
 _REBUILDS = 3
 
 _T = TypeVar("_T")
+
+#: Items per write transaction of ``store_many`` (and per ``progress`` call).
+LOCAL_BATCH = 500
 
 #: The registry id of the local engine.
 LOCAL_ENGINE_ID = "local"
@@ -199,10 +210,17 @@ class LocalEngine(MemoryEngine):
         return self._vectors.embedder
 
     @contextlib.contextmanager
-    def _session(self, action: str) -> Iterator[sqlite3.Connection]:
-        with sqlite_errors(action), self._pool.connection() as conn:
-            self._ensure_ready(conn)
-            yield conn
+    def _session(
+        self, action: str, deadline: Optional[Deadline] = None
+    ) -> Iterator[sqlite3.Connection]:
+        with sqlite_errors(action), self._pool.connection(deadline) as conn:
+            if deadline is not None and deadline.bounded:
+                with bounded(conn, deadline, action, self._timeout):
+                    self._ensure_ready(conn)
+                    yield conn
+            else:  # the common case sets nothing on the connection
+                self._ensure_ready(conn)
+                yield conn
 
     def _ranked_read(
         self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, bool], _T]
@@ -239,11 +257,17 @@ class LocalEngine(MemoryEngine):
         """Id ``local``: keyword, vector and hybrid fetch; consolidation on demand."""
         return _DESCRIPTOR
 
-    def health(self) -> EngineHealth:
-        """``ok`` when the database opens and reads; ``down`` with the reason otherwise."""
+    def health(self, *, deadline: DeadlineLike = None) -> EngineHealth:
+        """``ok`` when the database opens and reads; ``down`` with the reason otherwise.
+
+        Never raises: a deadline that passes first gives ``degraded``.
+        """
+        bound = Deadline.of(deadline)
         try:
-            with self._session("checking health") as conn:
+            with self._session("checking health", bound) as conn:
                 conn.execute("SELECT count(*) FROM engine_info").fetchone()
+        except UnavailableError as exc:
+            return EngineHealth.degraded(exc.message)
         except Error as exc:
             return EngineHealth.down(exc.message)
         except Exception as exc:  # health never raises
@@ -252,33 +276,75 @@ class LocalEngine(MemoryEngine):
 
     # -- writes ------------------------------------------------------------------
 
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+    def store(
+        self,
+        item: StoreItem,
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        deadline: DeadlineLike = None,
+    ) -> StoreReceipt:
         """Store ``item`` (id = fingerprint); the same item again is a replay.
 
         A write is visible as soon as it returns, so ``ACCEPTED`` is served as
-        ``VISIBLE``.
+        ``VISIBLE``. With ``replace``, the other versions of the item's source
+        are removed in the same transaction (``receipt.replaced`` lists them).
         """
         if not isinstance(item, StoreItem):
             raise TypeError(f"store takes a StoreItem, not {type(item).__name__}")
-        return self.store_many([item], wait=wait)[0]
+        _check_wait(wait)
+        batch = validate_each((item,))
+        return self._write_batch(batch, replace, Deadline.of(deadline))[0]
 
     def store_many(
-        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
+        self,
+        items: Iterable[StoreItem],
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        progress: Optional[Progress] = None,
+        deadline: DeadlineLike = None,
     ) -> List[StoreReceipt]:
-        """Store 1..=100 items in one transaction; receipts in item order.
+        """Store any number of items, :data:`LOCAL_BATCH` per transaction; receipts in
+        item order.
 
-        Each item is all or nothing; if one fails, those before it stay stored.
+        Each batch is validated whole first, then written in one transaction
+        (``progress(done, total)`` follows each). Each item is all or nothing;
+        if one fails, those before it stay stored and the error's ``receipts``
+        lists every item stored by the call.
         """
         _check_wait(wait)
-        batch = validate_many(items)
+        bound = Deadline.of(deadline)
+        return store_in_batches(
+            items,
+            lambda batch: self._write_batch(batch, replace, bound),
+            deadline=bound,
+            progress=progress,
+            replace=replace,
+            batch_size=LOCAL_BATCH,
+        )
+
+    def _write_batch(
+        self, batch: Tuple[StoreItem, ...], replace: bool, deadline: Deadline
+    ) -> List[StoreReceipt]:
+        """Write one validated batch in one transaction (see :func:`writes.store_batch`)."""
+        replacing = ReplaceBatch.of(batch) if replace else None
+        if deadline.bounded:  # before the embedder's work, which nothing interrupts
+            deadline.check(bounded_where("storing items"))
         with sqlite_errors("storing items"):
             prepared = self._vectors.prepare(batch)
-        with self._session("storing items") as conn:
-            receipts = writes.store_batch(
-                conn, self._tenant, prepared, fts=self._fts, model=self._vectors.model
-            )
-            if self._count_writes(sum(1 for r in receipts if not r.replayed)):
-                _refresh_statistics(conn)
+        kept: List[StoreReceipt] = []
+        try:
+            with self._session("storing items", deadline) as conn:
+                receipts = writes.store_batch(
+                    conn, self._tenant, prepared, fts=self._fts,
+                    model=self._vectors.model, replacing=replacing, kept=kept,
+                )
+                if self._count_writes(sum(1 for r in receipts if not r.replayed)):
+                    _refresh_statistics(conn)
+        except Error as err:
+            err.receipts = (*kept, *err.receipts)
+            raise
         return receipts
 
     def _count_writes(self, created: int) -> bool:
@@ -290,12 +356,12 @@ class LocalEngine(MemoryEngine):
             self._written = 0
             return True
 
-    def forget(self, target: ForgetTarget) -> ForgetReport:
+    def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
         """By ids: wherever they live (sandboxes too). By filter: inside its reach."""
         if not isinstance(target, ForgetTarget):
             raise TypeError(f"forget takes a ForgetTarget, not {type(target).__name__}")
         target.validate()
-        with self._session("forgetting items") as conn:
+        with self._session("forgetting items", Deadline.of(deadline)) as conn:
             if isinstance(target, ForgetIds):
                 count = writes.forget_ids(conn, self._tenant, target.ids, fts=self._fts)
             elif isinstance(target, ForgetFilter):
@@ -304,19 +370,21 @@ class LocalEngine(MemoryEngine):
                 raise TypeError(f"unknown forget target {type(target).__name__}")
         return ForgetReport(count)
 
-    def forget_within(self, ids: Iterable[ItemId], reach: Reach) -> ForgetReport:
+    def forget_within(
+        self, ids: Iterable[ItemId], reach: Reach, *, deadline: DeadlineLike = None
+    ) -> ForgetReport:
         """Forget ``ids`` only where ``reach`` admits them, in one transaction."""
         unique = forget_within_ids(ids)
         if not isinstance(reach, Reach):
             raise TypeError(f"forget_within takes a Reach, not {type(reach).__name__}")
-        with self._session("forgetting items") as conn:
+        with self._session("forgetting items", Deadline.of(deadline)) as conn:
             count = writes.forget_within(conn, self._tenant, unique, reach, fts=self._fts)
         return ForgetReport(count)
 
-    def erase(self, request: EraseRequest) -> EraseReport:
+    def erase(self, request: EraseRequest, *, deadline: DeadlineLike = None) -> EraseReport:
         """Hard-delete by node(s) and kinds (``inherit`` is ignored: never upwards)."""
         request.validate()
-        with self._session("erasing items") as conn:
+        with self._session("erasing items", Deadline.of(deadline)) as conn:
             scopes = writes.erase_reach(
                 conn, self._tenant, request.reach, request.kinds, fts=self._fts
             )
@@ -324,47 +392,48 @@ class LocalEngine(MemoryEngine):
 
     # -- reads -------------------------------------------------------------------
 
-    def list(self, request: ListRequest) -> ListPage:
+    def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """The items the filter admits in insertion order (≤ 1000 per page, score 0.0)."""
         request.validate()
-        with self._session("listing items") as conn:
+        with self._session("listing items", Deadline.of(deadline)) as conn:
             return reads.list_page(
                 conn, self._tenant, request.filter, request.cursor, request.limit
             )
 
-    def list_preview(self, request: ListRequest) -> ListPage:
+    def list_preview(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """Like :meth:`list`, with each text cut to its first 512 characters."""
         request.validate()
-        with self._session("listing items") as conn:
+        with self._session("listing items", Deadline.of(deadline)) as conn:
             return reads.list_page(
                 conn, self._tenant, request.filter, request.cursor, request.limit,
                 preview=True,
             )
 
-    def export(self, request: ListRequest) -> ExportPage:
+    def export(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ExportPage:
         """The items the filter admits, whole, paged like :meth:`list`."""
         request.validate()
-        with self._session("exporting items") as conn:
+        with self._session("exporting items", Deadline.of(deadline)) as conn:
             return reads.export_page(
                 conn, self._tenant, request.filter, request.cursor, request.limit
             )
 
-    def get(self, request: GetRequest) -> builtins.list[Hit]:
+    def get(self, request: GetRequest, *, deadline: DeadlineLike = None) -> builtins.list[Hit]:
         """Whole items by id in the order asked; unknown or out-of-reach ids left out."""
         request.validate()
-        with self._session("reading items") as conn:
+        with self._session("reading items", Deadline.of(deadline)) as conn:
             return reads.get_hits(conn, self._tenant, request.ids, request.reach)
 
-    def explore(self, request: ExploreRequest) -> ExplorePage:
+    def explore(self, request: ExploreRequest, *, deadline: DeadlineLike = None) -> ExplorePage:
         """Facet counts over the first ``scan_limit`` items the filter admits."""
         request.validate()
-        with self._session("exploring items") as conn:
+        with self._session("exploring items", Deadline.of(deadline)) as conn:
             return explore_sql(conn, self._tenant, request)
 
-    def fetch(self, request: FetchRequest) -> FetchPage:
+    def fetch(self, request: FetchRequest, *, deadline: DeadlineLike = None) -> FetchPage:
         """Rank the items the filter admits (keyword, vector or hybrid), best first."""
         _DESCRIPTOR.ensure_mode(request.mode)
         request.validate()
+        bound = Deadline.of(deadline)
         offset = reads.offset_of(request.cursor)
         belief_query = request.beliefs > 0
         query = self._vectors.query(
@@ -387,12 +456,13 @@ class LocalEngine(MemoryEngine):
                 )
             return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
 
-        with self._session("fetching items") as conn:
+        with self._session("fetching items", bound) as conn:
             return self._ranked_read(conn, read)
 
-    def recall(self, request: RecallRequest) -> RecallAnswer:
+    def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         """An extractive answer: the best sentences of the best items, with citations."""
         request.validate()
+        bound = Deadline.of(deadline)
         query = self._vectors.query(request.question, FetchMode.HYBRID)
 
         def read(
@@ -405,7 +475,7 @@ class LocalEngine(MemoryEngine):
             )
             return pairs, ranking
 
-        with self._session("recalling") as conn:
+        with self._session("recalling", bound) as conn:
             pairs, ranking = self._ranked_read(conn, read)
         weights = reads.term_rarity(query, ranking)
         vectors = self._vectors
@@ -413,19 +483,24 @@ class LocalEngine(MemoryEngine):
 
     # -- beliefs -----------------------------------------------------------------
 
-    def consolidate(self, request: ConsolidateRequest) -> ConsolidateReceipt:
+    def consolidate(
+        self, request: ConsolidateRequest, *, deadline: DeadlineLike = None
+    ) -> ConsolidateReceipt:
         """Distil beliefs from the items in reach now; answers ``completed``."""
         request.validate()
-        with self._session("consolidating") as conn:
+        with self._session("consolidating", Deadline.of(deadline)) as conn:
             return beliefs_layer.build(
                 conn, self._tenant, request,
                 fts=self._fts, embedder=self._vectors.writer, model=self._vectors.model,
             )
 
-    def beliefs(self, request: BeliefsRequest) -> builtins.list[Hit]:
+    def beliefs(
+        self, request: BeliefsRequest, *, deadline: DeadlineLike = None
+    ) -> builtins.list[Hit]:
         """Beliefs at nodes the reach admits: ranked by the query, or most confident
         first, then newest."""
         request.validate()
+        bound = Deadline.of(deadline)
         query = None
         if request.query is not None:
             query = self._vectors.query(request.query, FetchMode.HYBRID)
@@ -438,7 +513,7 @@ class LocalEngine(MemoryEngine):
                 use_fts=use_fts, space=self._vectors.space(BELIEFS),
             )
 
-        with self._session("reading beliefs") as conn:
+        with self._session("reading beliefs", bound) as conn:
             return self._ranked_read(conn, read)
 
     def close(self) -> None:

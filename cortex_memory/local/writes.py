@@ -5,6 +5,10 @@ transaction (``BEGIN IMMEDIATE``), so a write is all or nothing and sees no
 other writer half-way. Filter-driven deletes walk the matching rows in
 :data:`SCAN` sized slices (by ``seq``), so memory stays bounded however many
 rows go.
+
+A store with ``replace`` removes the other versions of each surviving item's
+source in the same transaction as the insert (:func:`_replace`), so the new
+version and the removal commit together: never the one without the other.
 """
 
 # SQL text here is assembled from fixed fragments only; every value is bound as a
@@ -12,7 +16,7 @@ rows go.
 from __future__ import annotations
 
 import sqlite3
-from typing import Iterable, List, Optional, Sequence, Set, Tuple, cast
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from cortex_memory.contract import (
     ItemKind,
@@ -20,10 +24,14 @@ from cortex_memory.contract import (
     Namespace,
     Reach,
     StoreReceipt,
+    holds_phone_number,
+    redacted_id,
+    same_id,
 )
+from cortex_memory.contract.replacing import FILE_PATH, ReplaceBatch, VersionKey
 from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.schema import mark_fts_stale
-from cortex_memory.local.sqlfilter import filter_condition, reach_condition
+from cortex_memory.local.sqlfilter import filter_condition, namespace_key, reach_condition
 from cortex_memory.local.store import (
     HIT_FROM,
     ID_FROM,
@@ -123,36 +131,132 @@ def store_batch(
     *,
     fts: bool,
     model: Optional[int],
+    replacing: Optional[ReplaceBatch] = None,
+    kept: Optional[List[StoreReceipt]] = None,
 ) -> List[StoreReceipt]:
     """Store prepared items in order in one transaction; receipts in item order.
 
     The batch is written with one statement per table. Should that fail,
     the items are written again one by one; when item ``k`` fails, items
     ``0..k-1`` stay stored (as if stored one by one, so sending the batch
-    again gives replays for them) and the failure is raised. Each item is
-    thus all or nothing, with no per-item savepoint on the common path.
+    again gives replays for them), their receipts are appended to ``kept``,
+    and the failure is raised. Each item is thus all or nothing, with no
+    per-item savepoint on the common path. With ``replacing`` (the batch's
+    replace rules), the other versions of every surviving item are removed
+    in the same transaction.
     """
     try:
         with write_transaction(conn):
-            return _write_all(conn, tenant, batch, fts, model)
+            receipts = _write_all(conn, tenant, batch, fts, model)
+            return _replace(conn, tenant, replacing, receipts, fts)
     except sqlite3.Error as exc:
-        if _is_lock(exc):
+        if _is_lock(exc) or _is_interrupt(exc):
             raise
     except (UnicodeEncodeError, ValueError, OverflowError):
         pass
     try:
         with write_transaction(conn):
-            return _write_one_by_one(conn, tenant, batch, fts, model)
+            receipts = _write_one_by_one(conn, tenant, batch, fts, model)
+            return _replace(conn, tenant, replacing, receipts, fts)
     except _ItemFailed as failed:
         if failed.index > 0:
+            count = failed.index
+            prefix = None if replacing is None else replacing.prefix(count)
             with write_transaction(conn):
-                _write_all(conn, tenant, batch[: failed.index], fts, model)
+                receipts = _write_all(conn, tenant, batch[:count], fts, model)
+                receipts = _replace(conn, tenant, prefix, receipts, fts)
+            if kept is not None:
+                kept.extend(receipts)
         raise failed.cause from None
+
+
+def _replace(
+    conn: sqlite3.Connection,
+    tenant: str,
+    replacing: Optional[ReplaceBatch],
+    receipts: List[StoreReceipt],
+    fts: bool,
+) -> List[StoreReceipt]:
+    """Remove the other versions of each survivor of ``replacing``; receipts filled in.
+
+    One look per (namespace, kind) the batch's sources live in, through the
+    ``(tenant, namespace)`` index; a source id matches exactly or in its
+    redacted form, a file path exactly.
+    """
+    if replacing is None:
+        return receipts
+    groups: Dict[Tuple[str, str], List[Tuple[VersionKey, int]]] = {}
+    for key, index in replacing.survivors().items():
+        groups.setdefault((namespace_key(key.namespace), key.kind.value), []).append((key, index))
+    gone: Dict[int, List[str]] = {}
+    doomed: List[int] = []
+    for (namespace, kind), survivors in groups.items():
+        for seq, item_id, index in _versions(conn, tenant, namespace, kind, survivors, replacing):
+            doomed.append(seq)
+            gone.setdefault(index, []).append(item_id)
+    _finish_delete(conn, doomed, fts)
+    return replacing.receipts(receipts, gone)
+
+
+#: Values per ``IN (...)`` list of a versions look-up (under the oldest variable limit).
+_VERSION_VALUES = 400
+
+
+def _versions(
+    conn: sqlite3.Connection,
+    tenant: str,
+    namespace: str,
+    kind: str,
+    survivors: Sequence[Tuple[VersionKey, int]],
+    replacing: ReplaceBatch,
+) -> Iterable[Tuple[int, str, int]]:
+    """``(seq, id, survivor index)`` of every held version of ``survivors``' sources."""
+    by_source: Dict[str, List[Tuple[str, int]]] = {}
+    by_path: Dict[str, List[Tuple[str, int]]] = {}
+    for key, index in survivors:
+        value = key.identity.value
+        if key.identity.field == FILE_PATH:
+            by_path.setdefault(value, []).append((value, index))
+            continue
+        forms = (value, redacted_id(value)) if holds_phone_number(value) else (value,)
+        for form in forms:
+            by_source.setdefault(form, []).append((value, index))
+    base = (
+        "SELECT seq, id, source_id, file_path FROM items "
+        "WHERE tenant = ? AND namespace = ? AND kind = ? AND "
+    )
+    looks = (
+        ("source_id IN ({})", list(by_source)),
+        ("source_id IS NULL AND file_path IN ({})", list(by_path)),
+    )
+    for condition, values in looks:
+        for chunk in chunks(values, _VERSION_VALUES):
+            marks = ", ".join("?" * len(chunk))
+            rows = conn.execute(
+                base + condition.format(marks), (tenant, namespace, kind, *chunk)
+            ).fetchall()
+            for seq, item_id, source_id, file_path in rows:
+                if source_id is not None:
+                    wanted = [
+                        index for value, index in by_source.get(source_id, [])
+                        if same_id(source_id, value)
+                    ]
+                else:
+                    wanted = [index for _, index in by_path.get(file_path, [])]
+                for index in wanted:
+                    if item_id != replacing.ids[index]:
+                        yield int(seq), str(item_id), index
 
 
 def _is_lock(exc: sqlite3.Error) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text
+
+
+def _is_interrupt(exc: sqlite3.Error) -> bool:
+    # A deadline's progress handler stopped the statement: writing the items
+    # one by one would only be stopped again.
+    return "interrupted" in str(exc).lower()
 
 
 def _finish_delete(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) -> int:

@@ -163,8 +163,9 @@ def test_store_many_validates_the_whole_batch_first() -> None:
     assert engine.items == []
     with pytest.raises(InvalidRequestError):
         engine.store_many([])
-    with pytest.raises(InvalidRequestError):
-        engine.store_many([doc(str(i)) for i in range(101)])
+    # More than one batch (issue 14): stored in batches of 100, receipts in order.
+    many = [doc(str(i)) for i in range(101)]
+    assert [r.id for r in engine.store_many(many)] == [d.fingerprint() for d in many]
 
 
 def test_store_many_stops_at_the_first_error_and_keeps_earlier_items() -> None:

@@ -1,6 +1,6 @@
 """The conformance suite: holds any ``MemoryEngine`` to the contract (contract.md §9).
 
-``run(engine)`` runs 17 checks in order against one engine and cleans up
+``run(engine)`` runs 20 checks in order against one engine and cleans up
 after itself; ``run_isolation(a, b)`` checks that two users of one backing
 store cannot reach each other. Both return None or raise
 :class:`ConformanceError` naming the failed check: :class:`CheckFailure`

@@ -15,7 +15,18 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, List, NoReturn, Optional, Sequence, Set, Tuple, Type, TypeVar
+from typing import (
+    Callable,
+    Iterable,
+    List,
+    NoReturn,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Type,
+    TypeVar,
+)
 
 from cortex_memory.contract._enum import quote
 from cortex_memory.contract.conformance.errors import CheckEngineFailure, CheckFailure
@@ -183,11 +194,12 @@ class Session:
         expected: Tuple[Type[Error], ...],
         fn: Callable[..., object],
         *args: object,
+        **kwargs: object,
     ) -> Error:
         """Call the engine where it must refuse with one of ``expected``; return the error."""
         wanted = " or ".join(cls.__name__ for cls in expected)
         try:
-            answer = fn(*args)
+            answer = fn(*args, **kwargs)
         except expected as exc:
             return exc
         except Error as exc:
@@ -196,15 +208,21 @@ class Session:
             f"{operation} answered {brief(answer)} instead of refusing with {wanted}"
         )
 
-    def store(self, item: StoreItem, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
-        """Store ``item`` (remembering sandboxed ids for cleanup)."""
+    def store(
+        self, item: StoreItem, wait: WaitFor = WaitFor.VISIBLE, **kwargs: object
+    ) -> StoreReceipt:
+        """Store ``item`` (remembering sandboxed ids for cleanup); ``kwargs`` go to ``store``."""
         self._note_sandboxed([item])
-        return self.call("store", self.engine.store, item, wait=wait)
+        return self.call("store", self.engine.store, item, wait=wait, **kwargs)
 
-    def store_many(self, items: Sequence[StoreItem]) -> List[StoreReceipt]:
-        """``store_many`` (remembering sandboxed ids for cleanup)."""
-        self._note_sandboxed(items)
-        return self.call("store_many", self.engine.store_many, items)
+    def store_many(self, items: Iterable[StoreItem], **kwargs: object) -> List[StoreReceipt]:
+        """``store_many`` (remembering sandboxed ids for cleanup); ``kwargs`` go to it.
+
+        ``items`` may be any iterable (a generator is passed on as it is).
+        """
+        if isinstance(items, Sequence):
+            self._note_sandboxed(items)
+        return self.call("store_many", self.engine.store_many, items, **kwargs)
 
     def _note_sandboxed(self, items: Sequence[StoreItem]) -> None:
         for item in items:

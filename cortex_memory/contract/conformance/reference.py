@@ -20,25 +20,34 @@ from contextlib import contextmanager
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from cortex_memory.contract._enum import quote
+from cortex_memory.contract.bulk import Progress, store_in_batches, stored_one_by_one
 from cortex_memory.contract.conformance.distil import distil
 from cortex_memory.contract.conformance.scoring import Query, score
-from cortex_memory.contract.consolidation import ConsolidateReceipt, ConsolidateRequest
+from cortex_memory.contract.consolidation import (
+    BeliefsRequest,
+    ConsolidateReceipt,
+    ConsolidateRequest,
+)
+from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.contract.descriptor import Consolidation, EngineDescriptor, EngineHealth
-from cortex_memory.contract.engine import MemoryEngine
+from cortex_memory.contract.engine import (
+    MemoryEngine,
+    deadline_keywords,
+    explore_by_listing,
+    forget_within_by_get,
+    get_by_listing,
+)
+from cortex_memory.contract.explore import ExplorePage, ExploreRequest
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.forget import ForgetFilter, ForgetIds, ForgetReport, ForgetTarget
-from cortex_memory.contract.items import (
-    ItemId,
-    ItemKind,
-    StoreItem,
-    StoreReceipt,
-    validate_many,
-)
+from cortex_memory.contract.items import ItemId, ItemKind, StoreItem, StoreReceipt
 from cortex_memory.contract.namespace import Reach
+from cortex_memory.contract.replacing import is_version_of, version_key
 from cortex_memory.contract.requests import (
     EraseRequest,
     FetchMode,
     FetchRequest,
+    GetRequest,
     ListRequest,
     RecallRequest,
     WaitFor,
@@ -69,6 +78,7 @@ _NOTHING = "Nothing stored answers this question."
 _CURSOR = re.compile(r"[0-9]{1,18}")
 
 _T = TypeVar("_T")
+_UNBOUNDED = Deadline(None)
 _Held = Dict[ItemId, StoreItem]
 
 
@@ -175,50 +185,82 @@ class ReferenceEngine(MemoryEngine):
         """Id ``reference``; every fetch mode; the consolidation given at construction."""
         return self._descriptor
 
-    def health(self) -> EngineHealth:
-        """Always ok: nothing outside the process can fail."""
+    def health(self, *, deadline: DeadlineLike = None) -> EngineHealth:
+        """Always ok: nothing outside the process can fail (so a deadline cannot pass)."""
+        Deadline.of(deadline)
         return EngineHealth.ok()
 
     # -- writes -------------------------------------------------------------------
 
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+    def store(
+        self,
+        item: StoreItem,
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        deadline: DeadlineLike = None,
+    ) -> StoreReceipt:
         """Validate, then keep ``item`` unless its fingerprint is held (a replay).
 
-        Every store is visible at once, so ``wait`` changes nothing.
+        With ``replace``, the other versions of its source are removed under
+        the same lock hold. Every store is visible at once, so ``wait`` changes
+        nothing; a deadline already past refuses the store before it writes.
         """
         if not isinstance(item, StoreItem):
             raise TypeError(f"store takes a StoreItem, not {type(item).__name__}")
         item.validate()
+        key = version_key(item) if replace else None
+        bound = Deadline.of(deadline)
+        bound.check("store")
         item_id = item.fingerprint()
         with self._store.held(self._tenant) as held:
-            if item_id in held:
-                return StoreReceipt(item_id, True)
-            held[item_id] = item
-        return StoreReceipt(item_id, False)
+            replayed = item_id in held
+            if not replayed:
+                held[item_id] = item
+            if key is None:
+                return StoreReceipt(item_id, replayed)
+            gone = [
+                other for other, it in held.items()
+                if other != item_id and is_version_of(key, it.item_kind, it.meta)
+            ]
+            for other in gone:
+                del held[other]
+        return StoreReceipt(item_id, replayed, tuple(sorted(gone)))
 
     def store_many(
-        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
+        self,
+        items: Iterable[StoreItem],
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        progress: Optional[Progress] = None,
+        deadline: DeadlineLike = None,
     ) -> builtins.list[StoreReceipt]:
-        """Validate the whole batch, then store it under one lock hold, in order.
+        """Store any number of items, 100 per batch; each batch is validated whole first.
 
-        An item repeated inside the batch replays its first copy.
+        An item repeated in the call replays its first copy; ``progress`` is
+        called after each batch.
         """
-        batch = validate_many(items)
-        receipts: List[StoreReceipt] = []
-        with self._store.held(self._tenant) as held:
-            for item in batch:
-                item_id = item.fingerprint()
-                replayed = item_id in held
-                if not replayed:
-                    held[item_id] = item
-                receipts.append(StoreReceipt(item_id, replayed))
-        return receipts
+        bound = Deadline.of(deadline)
 
-    def forget(self, target: ForgetTarget) -> ForgetReport:
+        def store_one(item: StoreItem, replacing: bool) -> StoreReceipt:
+            # The deadline is checked before each batch; an in-memory store is instant.
+            return self.store(item, wait=wait, **deadline_keywords(_UNBOUNDED, replace=replacing))
+
+        return store_in_batches(
+            items,
+            lambda batch: stored_one_by_one(store_one, batch, replace=replace),
+            deadline=bound,
+            progress=progress,
+            replace=replace,
+        )
+
+    def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
         """Forget ids (compared to fingerprints, anywhere) or everything a filter admits."""
         if not isinstance(target, ForgetTarget):
             raise TypeError(f"forget takes a ForgetTarget, not {type(target).__name__}")
         target.validate()
+        Deadline.of(deadline).check("forget")
         with self._store.held(self._tenant) as held:
             if isinstance(target, ForgetIds):
                 doomed = [i for i in dict.fromkeys(target.ids) if i in held]
@@ -231,9 +273,16 @@ class ReferenceEngine(MemoryEngine):
                 del held[item_id]
         return ForgetReport(len(doomed))
 
-    def erase(self, request: EraseRequest) -> EraseReport:
+    def forget_within(
+        self, ids: Iterable[ItemId], reach: Reach, *, deadline: DeadlineLike = None
+    ) -> ForgetReport:
+        """Forget ``ids`` only where ``reach`` admits them (the contract's default)."""
+        return forget_within_by_get(self, ids, reach, deadline=deadline)
+
+    def erase(self, request: EraseRequest, *, deadline: DeadlineLike = None) -> EraseReport:
         """Hard-delete by reach (never upwards) and kinds; counts distinct (node, kind) pairs."""
         request.validate()
+        Deadline.of(deadline).check("erase")
         reach = Reach(request.reach.at, False, request.reach.descendants)
         kinds = request.kinds or tuple(ItemKind)
         scopes = set()
@@ -247,13 +296,17 @@ class ReferenceEngine(MemoryEngine):
                 scopes.add((item.meta.namespace, item.item_kind))
         return EraseReport(len(scopes))
 
-    def consolidate(self, request: ConsolidateRequest) -> ConsolidateReceipt:
+    def consolidate(
+        self, request: ConsolidateRequest, *, deadline: DeadlineLike = None
+    ) -> ConsolidateReceipt:
         """Validate, then answer as declared: none refuses, scheduled schedules, and
         on_demand or automatic distil one learning per admitted item at once."""
         request.validate()
+        bound = Deadline.of(deadline)
         promise = self._descriptor.consolidation
         if promise is Consolidation.NONE:
             raise UnsupportedError(f"engine `{REFERENCE_ENGINE_ID}` does not consolidate memory")
+        bound.check("consolidate")
         if promise is Consolidation.SCHEDULED:
             return ConsolidateReceipt.scheduled()
         kinds = request.admitted_kinds()
@@ -267,6 +320,7 @@ class ReferenceEngine(MemoryEngine):
                 and reach.admits(item.meta.namespace)
             ]
         built = [learning for learning in map(distil, sources) if learning is not None]
+        bound.check("consolidate")  # distilling took time: write nothing past the deadline
         with self._store.held(self._tenant) as held:
             for learning in built:
                 held.setdefault(learning.fingerprint(), learning)
@@ -278,16 +332,34 @@ class ReferenceEngine(MemoryEngine):
         with self._store.held(self._tenant) as held:
             return [item for item in held.values() if flt.matches(item.item_kind, item.meta)]
 
-    def list(self, request: ListRequest) -> ListPage:
+    def beliefs(
+        self, request: BeliefsRequest, *, deadline: DeadlineLike = None
+    ) -> builtins.list[Hit]:
+        """No separate belief layer: always ``[]`` (after validating)."""
+        request.validate()
+        Deadline.of(deadline).check("beliefs")
+        return []
+
+    def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """The items the filter admits, in insertion order, paged by a decimal offset."""
         request.validate()
+        Deadline.of(deadline).check("list")
         start = _offset(request.cursor)
         items, cursor = _page(self._matching(request.filter), start, request.limit)
         return ListPage(tuple(Hit.of(item) for item in items), cursor)
 
-    def export(self, request: ListRequest) -> ExportPage:
+    def get(self, request: GetRequest, *, deadline: DeadlineLike = None) -> builtins.list[Hit]:
+        """Whole items by id in the order asked (the contract's listing default)."""
+        return get_by_listing(self, request, deadline=deadline)
+
+    def explore(self, request: ExploreRequest, *, deadline: DeadlineLike = None) -> ExplorePage:
+        """Facet counts (the contract's listing default)."""
+        return explore_by_listing(self, request, deadline=deadline)
+
+    def export(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ExportPage:
         """Like ``list``, giving each item back whole."""
         request.validate()
+        Deadline.of(deadline).check("export")
         start = _offset(request.cursor)
         items, cursor = _page(self._matching(request.filter), start, request.limit)
         return ExportPage(
@@ -305,11 +377,12 @@ class ReferenceEngine(MemoryEngine):
         scored.sort(key=lambda entry: (-entry[0], entry[1]))
         return [Hit.of(item, value) for value, _, item in scored]
 
-    def fetch(self, request: FetchRequest) -> FetchPage:
+    def fetch(self, request: FetchRequest, *, deadline: DeadlineLike = None) -> FetchPage:
         """Rank by the mode, best first (ties in insertion order), reorder by the time
         hint, page by a decimal offset. Beliefs are always empty."""
         self._descriptor.ensure_mode(request.mode)
         request.validate()
+        Deadline.of(deadline).check("fetch")
         start = _offset(request.cursor)
         hits = self._ranked(request.query, request.mode, request.filter)
         if request.refers_to is not None:
@@ -317,13 +390,14 @@ class ReferenceEngine(MemoryEngine):
         page, cursor = _page(hits, start, request.limit)
         return FetchPage(tuple(page), cursor)
 
-    def recall(self, request: RecallRequest) -> RecallAnswer:
+    def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         """Cite the best ``limit`` hybrid hits; the answer joins their texts.
 
         ``"From N stored items: s1 | s2"``, or ``"Nothing stored answers this
         question."`` when nothing matches. A time hint reorders before the cut.
         """
         request.validate()
+        Deadline.of(deadline).check("recall")
         hits = self._ranked(request.question, FetchMode.HYBRID, request.filter)
         if request.refers_to is not None:
             hits = request.refers_to.rank(hits)

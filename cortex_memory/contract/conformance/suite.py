@@ -33,6 +33,11 @@ from cortex_memory.contract.conformance.checks_reads import (
     check_recall,
     check_unsupported_modes,
 )
+from cortex_memory.contract.conformance.checks_writes import (
+    check_bulk,
+    check_deadline,
+    check_replace,
+)
 from cortex_memory.contract.conformance.errors import ConformanceError
 from cortex_memory.contract.conformance.harness import Run, Session
 from cortex_memory.contract.engine import MemoryEngine
@@ -63,6 +68,9 @@ CHECKS: Tuple[Tuple[str, Check], ...] = (
     ("erase", check_erase),
     ("recall", check_recall),
     ("consolidate", check_consolidate),
+    ("replace", check_replace),
+    ("deadline", check_deadline),
+    ("bulk", check_bulk),
 )
 
 #: The check names, in order (``cleanup`` runs after them all).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from cortex_memory.contract.bulk import Progress, store_in_batches
 from cortex_memory.contract.consolidation import (
     BeliefsRequest,
     ConsolidateReceipt,
@@ -25,6 +26,7 @@ from cortex_memory.contract.forget import ForgetReport, ForgetTarget
 from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt, validate_many
 from cortex_memory.contract.limits import MAX_GET_IDS
 from cortex_memory.contract.namespace import Reach
+from cortex_memory.contract.replacing import ReplaceBatch
 from cortex_memory.contract.requests import (
     FetchRequest,
     GetRequest,
@@ -218,11 +220,22 @@ class CortexEngine(MemoryEngine):
         self,
         item: StoreItem,
         *,
+        replace: bool = False,
         wait: WaitFor = WaitFor.VISIBLE,
         deadline: DeadlineLike = None,
     ) -> StoreReceipt:
-        """Store one item; the same item again is a replay (same id, ``replayed``)."""
-        receipts = _store.store_many(self._ctx, validate_many([item]), wait, Deadline.of(deadline))
+        """Store one item; the same item again is a replay (same id, ``replayed``).
+
+        With ``replace``, the other versions of the item's source are forgotten
+        once it is stored (and listed, with ``VISIBLE``); ``receipt.replaced``
+        lists them.
+        """
+        batch = validate_many([item])
+        if replace:
+            ReplaceBatch.of(batch)  # refuses an item without a source identity
+        receipts = _store.store_many(
+            self._ctx, batch, wait, Deadline.of(deadline), replace=replace
+        )
         if not receipts:
             raise EngineError("the store produced no receipt")
         return receipts[0]
@@ -231,12 +244,26 @@ class CortexEngine(MemoryEngine):
         self,
         items: Iterable[StoreItem],
         *,
+        replace: bool = False,
         wait: WaitFor = WaitFor.VISIBLE,
+        progress: Optional[Progress] = None,
         deadline: DeadlineLike = None,
     ) -> List[StoreReceipt]:
-        """Store 1..100 items; receipts in item order."""
-        batch = validate_many(items)
-        return _store.store_many(self._ctx, batch, wait, Deadline.of(deadline))
+        """Store any number of items, 100 per batch (the wire's write limit); receipts in
+        item order.
+
+        ``progress(done, total)`` is called after each batch; an error part-way
+        carries the receipts of the batches stored before it in ``err.receipts``.
+        """
+        bound = Deadline.of(deadline)
+        ctx = self._ctx
+        return store_in_batches(
+            items,
+            lambda batch: _store.store_many(ctx, batch, wait, bound, replace=replace),
+            deadline=bound,
+            progress=progress,
+            replace=replace,
+        )
 
     def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """Page through the items the filter admits (opaque cursor); scores are 0.0."""

@@ -26,6 +26,12 @@ item.
 On an error, events written before it stay written (a bulk refused part-way
 keeps the events before the refused one); sending the batch again gives replays
 for complete items and fills in whatever a failed item left missing.
+
+**Replace** (``replace=True``): an item that a later item of the batch replaces
+(the same source) is not written at all, since it would be forgotten at once;
+after the writes (and the ``VISIBLE`` waits) the other versions of each
+surviving item are found and forgotten (:mod:`.replace`), so a failure in
+between leaves the new version stored.
 """
 
 from __future__ import annotations
@@ -35,10 +41,12 @@ import time
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from cortex_memory.contract.items import Conversation, ItemId, StoreItem, StoreReceipt
+from cortex_memory.contract.replacing import ReplaceBatch
 from cortex_memory.contract.requests import WaitFor
 from cortex_memory.cortex.engine.context import EngineContext
 from cortex_memory.cortex.engine.fanout import ASSEMBLY_WORKERS, fan_out
 from cortex_memory.cortex.engine.items import item_events
+from cortex_memory.cortex.engine.replace import replace_versions
 from cortex_memory.cortex.engine.scopes import KindScope, kind_scope
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import encode_checked
@@ -128,11 +136,17 @@ def _write_pending(
 
 
 def store_many(
-    ctx: EngineContext, items: Sequence[StoreItem], wait: WaitFor, deadline: Deadline
+    ctx: EngineContext,
+    items: Sequence[StoreItem],
+    wait: WaitFor,
+    deadline: Deadline,
+    *,
+    replace: bool = False,
 ) -> List[StoreReceipt]:
     """Store a validated batch; receipts in item order (see the module docs)."""
     started = time.monotonic()
     plans = [plan_item(item) for item in items]
+    batch = ReplaceBatch.of(items, [plan.id for plan in plans]) if replace else None
     planned = time.monotonic()
     held: Dict[ItemId, Set[Part]] = {}
     if not _hot_path(ctx, items, wait):
@@ -142,19 +156,29 @@ def store_many(
     replayed: List[bool] = []
     pending: List[Tuple[int, Plan, List[ExperienceRequest]]] = []
     done: Set[ItemId] = set()
+    seen: Set[ItemId] = set()  # every id met so far, replaced ones included
+    copies: List[bool] = []  # True where an earlier item of the batch has the same id
     for index, plan in enumerate(plans):
+        copies.append(plan.id in seen)
+        seen.add(plan.id)
         replayed.append(True)
+        present = held.get(plan.id, set())
+        requests = [request for part, request in plan.events if part not in present]
+        if batch is not None and not batch.survives[index]:
+            # Replaced by a later item of the batch: not written (it would be
+            # forgotten at once); a replay when held or an earlier copy.
+            replayed[index] = copies[index] or not requests
+            continue
         if plan.id in done:
             continue  # a replay of its first copy in this batch
         done.add(plan.id)
-        present = held.get(plan.id, set())
-        requests = [request for part, request in plan.events if part not in present]
         if requests:
             pending.append((index, plan, requests))
 
     last_per_scope: List[Tuple[str, Written]] = []
     for index, item_written in _write_pending(ctx, pending, wait, deadline):
-        replayed[index] = item_written.replayed
+        # An earlier copy in the batch (replaced, so not written) makes it a replay too.
+        replayed[index] = item_written.replayed or copies[index]
         # The list ends with the most recently written scope.
         last_per_scope = [entry for entry in last_per_scope if entry[0] != item_written.scope]
         last_per_scope.append((item_written.scope, item_written))
@@ -184,4 +208,7 @@ def store_many(
             (looked - planned) * 1000,
             (wrote - looked) * 1000,
         )
-    return receipts
+    if batch is None:
+        return receipts
+    gone = replace_versions(ctx, batch, [plan.scope for plan in plans], deadline)
+    return batch.receipts(receipts, gone)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import replace
-from typing import Callable, Dict, Iterable, List, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import pytest
 
+from cortex_memory import InvalidRequestError
 from cortex_memory.contract import (
     BELIEF_TAG,
     BeliefsRequest,
@@ -20,6 +21,8 @@ from cortex_memory.contract import (
     ConsolidateReceipt,
     ConsolidateRequest,
     Consolidation,
+    Deadline,
+    DeadlineLike,
     EngineDescriptor,
     EngineHealth,
     EraseReport,
@@ -44,12 +47,15 @@ from cortex_memory.contract import (
     MemoryMeta,
     MetaFilter,
     Namespace,
+    Progress,
     Reach,
     RecallAnswer,
     RecallRequest,
     StoreItem,
     StoreReceipt,
     WaitFor,
+    path_matches,
+    validate_many,
 )
 from cortex_memory.contract.conformance import (
     CHECK_NAMES,
@@ -68,49 +74,70 @@ class Wrapped(MemoryEngine):
     def descriptor(self) -> EngineDescriptor:
         return self.inner.descriptor()
 
-    def health(self) -> EngineHealth:
-        return self.inner.health()
+    def health(self, *, deadline: DeadlineLike = None) -> EngineHealth:
+        return self.inner.health(deadline=deadline)
 
-    def recall(self, request: RecallRequest) -> RecallAnswer:
-        return self.inner.recall(request)
+    def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
+        return self.inner.recall(request, deadline=deadline)
 
-    def fetch(self, request: FetchRequest) -> FetchPage:
-        return self.inner.fetch(request)
+    def fetch(self, request: FetchRequest, *, deadline: DeadlineLike = None) -> FetchPage:
+        return self.inner.fetch(request, deadline=deadline)
 
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
-        return self.inner.store(item, wait=wait)
+    def store(
+        self,
+        item: StoreItem,
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        deadline: DeadlineLike = None,
+    ) -> StoreReceipt:
+        return self.inner.store(item, replace=replace, wait=wait, deadline=deadline)
 
     def store_many(
-        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
+        self,
+        items: Iterable[StoreItem],
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        progress: Optional[Progress] = None,
+        deadline: DeadlineLike = None,
     ) -> builtins.list[StoreReceipt]:
-        return self.inner.store_many(items, wait=wait)
+        return self.inner.store_many(
+            items, replace=replace, wait=wait, progress=progress, deadline=deadline
+        )
 
-    def forget(self, target: ForgetTarget) -> ForgetReport:
-        return self.inner.forget(target)
+    def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
+        return self.inner.forget(target, deadline=deadline)
 
-    def forget_within(self, ids: Iterable[ItemId], reach: Reach) -> ForgetReport:
-        return self.inner.forget_within(ids, reach)
+    def forget_within(
+        self, ids: Iterable[ItemId], reach: Reach, *, deadline: DeadlineLike = None
+    ) -> ForgetReport:
+        return self.inner.forget_within(ids, reach, deadline=deadline)
 
-    def list(self, request: ListRequest) -> ListPage:
-        return self.inner.list(request)
+    def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
+        return self.inner.list(request, deadline=deadline)
 
-    def get(self, request: GetRequest) -> builtins.list[Hit]:
-        return self.inner.get(request)
+    def get(self, request: GetRequest, *, deadline: DeadlineLike = None) -> builtins.list[Hit]:
+        return self.inner.get(request, deadline=deadline)
 
-    def explore(self, request: ExploreRequest) -> ExplorePage:
-        return self.inner.explore(request)
+    def explore(self, request: ExploreRequest, *, deadline: DeadlineLike = None) -> ExplorePage:
+        return self.inner.explore(request, deadline=deadline)
 
-    def export(self, request: ListRequest) -> ExportPage:
-        return self.inner.export(request)
+    def export(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ExportPage:
+        return self.inner.export(request, deadline=deadline)
 
-    def erase(self, request: EraseRequest) -> EraseReport:
-        return self.inner.erase(request)
+    def erase(self, request: EraseRequest, *, deadline: DeadlineLike = None) -> EraseReport:
+        return self.inner.erase(request, deadline=deadline)
 
-    def consolidate(self, request: ConsolidateRequest) -> ConsolidateReceipt:
-        return self.inner.consolidate(request)
+    def consolidate(
+        self, request: ConsolidateRequest, *, deadline: DeadlineLike = None
+    ) -> ConsolidateReceipt:
+        return self.inner.consolidate(request, deadline=deadline)
 
-    def beliefs(self, request: BeliefsRequest) -> builtins.list[Hit]:
-        return self.inner.beliefs(request)
+    def beliefs(
+        self, request: BeliefsRequest, *, deadline: DeadlineLike = None
+    ) -> builtins.list[Hit]:
+        return self.inner.beliefs(request, deadline=deadline)
 
 
 # ------------------------------------------------------------------ the faults
@@ -228,6 +255,113 @@ class BeliefsOutsideReach(Wrapped):
         return [_belief(request, MemoryMeta(namespace=elsewhere, tags=(BELIEF_TAG,)))]
 
 
+# -------------------------------------------- faults of the second-wave checks
+
+
+class IgnoreReplace(Wrapped):
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
+        kwargs.pop("replace", None)
+        return self.inner.store(item, **kwargs)
+
+    def store_many(self, items: Iterable[StoreItem], **kwargs: Any) -> List[StoreReceipt]:
+        kwargs.pop("replace", None)
+        return self.inner.store_many(items, **kwargs)
+
+
+def _forget_where(inner: ReferenceEngine, keep: str, doomed: Callable[[StoreItem], bool]) -> None:
+    ids = [it.fingerprint() for it in inner.snapshot() if doomed(it) and it.fingerprint() != keep]
+    if ids:
+        inner.forget(ForgetIds(tuple(ids)))
+
+
+class ReplaceAcrossNamespaces(Wrapped):
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
+        receipt = self.inner.store(item, **kwargs)
+        if kwargs.get("replace") and item.meta.file_path is not None:
+            _forget_where(
+                self.inner, receipt.id,
+                lambda it: it.item_kind is item.item_kind
+                and it.meta.file_path == item.meta.file_path,
+            )
+        return receipt
+
+
+class ReplaceByPathPrefix(Wrapped):
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
+        receipt = self.inner.store(item, **kwargs)
+        path = item.meta.file_path
+        if kwargs.get("replace") and path is not None:
+            _forget_where(
+                self.inner, receipt.id,
+                lambda it: it.item_kind is item.item_kind
+                and it.meta.namespace == item.meta.namespace
+                and path_matches(it.meta.file_path, path),
+            )
+        return receipt
+
+
+class ReplaceWithoutIdentity(Wrapped):
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
+        if item.meta.source.id is None and item.meta.file_path is None:
+            kwargs.pop("replace", None)
+        return self.inner.store(item, **kwargs)
+
+
+class StoreManyCapped(Wrapped):
+    def store_many(self, items: Iterable[StoreItem], **kwargs: Any) -> List[StoreReceipt]:
+        return self.inner.store_many(validate_many(items), **kwargs)
+
+
+class SilentProgress(Wrapped):
+    def store_many(self, items: Iterable[StoreItem], **kwargs: Any) -> List[StoreReceipt]:
+        kwargs.pop("progress", None)
+        return self.inner.store_many(items, **kwargs)
+
+
+class ForgetfulFailure(Wrapped):
+    def store_many(self, items: Iterable[StoreItem], **kwargs: Any) -> List[StoreReceipt]:
+        try:
+            return self.inner.store_many(items, **kwargs)
+        except InvalidRequestError as err:
+            err.receipts = ()
+            raise
+
+
+class IgnoreDeadline(Wrapped):
+    def __getattribute__(self, name: str) -> Any:
+        method = object.__getattribute__(self, name)
+        if name.startswith("_") or name in ("inner", "descriptor") or not callable(method):
+            return method
+
+        def without_deadline(*args: Any, **kwargs: Any) -> Any:
+            kwargs.pop("deadline", None)
+            return method(*args, **kwargs)
+
+        return without_deadline
+
+
+class WriteThenCheckDeadline(Wrapped):
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
+        deadline = kwargs.pop("deadline", None)
+        receipt = self.inner.store(item, **kwargs)
+        Deadline.of(deadline).check("store")
+        return receipt
+
+
+#: The faults of the checks that follow §9.3's seventeen (replace, deadline, bulk).
+SECOND_WAVE_FAULTS: Tuple[Tuple[str, Callable[[ReferenceEngine], MemoryEngine], str], ...] = (
+    ("store ignoring replace", IgnoreReplace, "replace"),
+    ("replace across namespaces", ReplaceAcrossNamespaces, "replace"),
+    ("replace by path prefix", ReplaceByPathPrefix, "replace"),
+    ("replace an item without source identity", ReplaceWithoutIdentity, "replace"),
+    ("store_many capped at 100 items", StoreManyCapped, "bulk"),
+    ("store_many never reporting progress", SilentProgress, "bulk"),
+    ("store_many forgetting what a failure kept", ForgetfulFailure, "bulk"),
+    ("every call ignoring its deadline", IgnoreDeadline, "deadline"),
+    ("a store writing before it checks its deadline", WriteThenCheckDeadline, "deadline"),
+)
+
+
 #: contract.md §9.5, row by row: the fault and the check that must catch it.
 FAULTS: Tuple[Tuple[str, Callable[[ReferenceEngine], MemoryEngine], str], ...] = (
     ("ignore the fetch filter", IgnoreFetchFilter, "fetch_filters"),
@@ -257,7 +391,9 @@ def test_the_unwrapped_engine_passes_through_the_wrapper() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fault", "wrap", "check"), FAULTS, ids=[row[0].replace(" ", "_") for row in FAULTS]
+    ("fault", "wrap", "check"),
+    FAULTS + SECOND_WAVE_FAULTS,
+    ids=[row[0].replace(" ", "_") for row in FAULTS + SECOND_WAVE_FAULTS],
 )
 def test_each_fault_is_caught_by_its_own_check(
     fault: str, wrap: Callable[[ReferenceEngine], MemoryEngine], check: str
@@ -281,3 +417,9 @@ def test_the_table_covers_checks_across_the_suite() -> None:
     assert len(FAULTS) == 17
     assert caught["consolidate"] == 5
     assert caught["namespaces"] == 2
+
+
+def test_every_second_wave_check_has_faults_it_catches() -> None:
+    checks = {check for _, _, check in SECOND_WAVE_FAULTS}
+    assert checks == {"replace", "deadline", "bulk"}
+    assert checks <= set(CHECK_NAMES)

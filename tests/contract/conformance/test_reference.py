@@ -112,7 +112,7 @@ def test_store_many_validates_once_and_replays_duplicates_in_the_batch() -> None
     assert [(r.id, r.replayed) for r in receipts] == [
         (a.fingerprint(), False), (b.fingerprint(), False), (a.fingerprint(), True),
     ]
-    with pytest.raises(InvalidRequestError, match="between 1 and 100"):
+    with pytest.raises(InvalidRequestError, match="at least one item"):
         engine.store_many([])
     # One bad item refuses the whole batch before anything is written.
     with pytest.raises(InvalidRequestError):

@@ -133,23 +133,23 @@ class SevenMethods(MemoryEngine):
     def descriptor(self) -> EngineDescriptor:
         return self.inner.descriptor()
 
-    def health(self) -> EngineHealth:
-        return self.inner.health()
+    def health(self, **kwargs: Any) -> EngineHealth:
+        return self.inner.health(**kwargs)
 
-    def recall(self, request: RecallRequest) -> RecallAnswer:
-        return self.inner.recall(request)
+    def recall(self, request: RecallRequest, **kwargs: Any) -> RecallAnswer:
+        return self.inner.recall(request, **kwargs)
 
-    def fetch(self, request: FetchRequest) -> FetchPage:
-        return self.inner.fetch(request)
+    def fetch(self, request: FetchRequest, **kwargs: Any) -> FetchPage:
+        return self.inner.fetch(request, **kwargs)
 
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
-        return self.inner.store(item, wait=wait)
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
+        return self.inner.store(item, **kwargs)
 
-    def forget(self, target: ForgetTarget) -> ForgetReport:
-        return self.inner.forget(target)
+    def forget(self, target: ForgetTarget, **kwargs: Any) -> ForgetReport:
+        return self.inner.forget(target, **kwargs)
 
-    def list(self, request: ListRequest) -> ListPage:
-        return self.inner.list(request)
+    def list(self, request: ListRequest, **kwargs: Any) -> ListPage:
+        return self.inner.list(request, **kwargs)
 
 
 def test_a_minimal_engine_passes_and_skips_export_and_erase() -> None:
@@ -165,6 +165,7 @@ def test_checks_run_in_the_contract_order() -> None:
         "health", "round_trip", "export", "replay", "explore", "get", "store_many",
         "store_with", "fetch_filters", "unsupported_modes", "namespaces", "empty_forget",
         "forget_by_id", "forget_by_filter", "erase", "recall", "consolidate",
+        "replace", "deadline", "bulk",
     )
 
 
@@ -206,13 +207,13 @@ def test_a_programming_error_propagates_and_cleanup_still_runs() -> None:
 class KeepsRunOnBareFilterForget(ReferenceEngine):
     """Ignores a forget of exactly the run's workspace filter (what cleanup sends)."""
 
-    def forget(self, target: ForgetTarget) -> ForgetReport:
+    def forget(self, target: ForgetTarget, **kwargs: Any) -> ForgetReport:
         if isinstance(target, ForgetFilter):
             flt = target.filter
             if flt.workspace is not None and replace(flt, workspace=None).is_empty():
                 target.validate()
                 return ForgetReport(0)
-        return super().forget(target)
+        return super().forget(target, **kwargs)
 
 
 def test_a_cleanup_failure_is_reported_as_cleanup() -> None:
@@ -269,10 +270,8 @@ def test_a_text_difference_is_quoted_short() -> None:
 
 
 class ExtraStoreManyReceipt(ReferenceEngine):
-    def store_many(
-        self, items: Iterable[StoreItem], *, wait: WaitFor = WaitFor.VISIBLE
-    ) -> builtins.list[StoreReceipt]:
-        receipts = super().store_many(items, wait=wait)
+    def store_many(self, items: Iterable[StoreItem], **kwargs: Any) -> builtins.list[StoreReceipt]:
+        receipts = super().store_many(items, **kwargs)
         return [*receipts, receipts[0]]
 
 
@@ -288,9 +287,9 @@ class WorkspaceRecorder(ReferenceEngine):
         super().__init__()
         self.workspaces: builtins.set[str] = set()
 
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+    def store(self, item: StoreItem, **kwargs: Any) -> StoreReceipt:
         self.workspaces.add(item.meta.workspace or "")
-        return super().store(item, wait=wait)
+        return super().store(item, **kwargs)
 
 
 def test_run_takes_a_given_identity() -> None:
