@@ -146,8 +146,7 @@ def prepare_file(path: str, what: str) -> None:
     should be). Who may read an existing file is checked later, once it is
     claimed (:func:`warn_if_shared`).
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, mode=0o700, exist_ok=True)
+    _make_folders(os.path.dirname(os.path.abspath(path)))
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
     except FileExistsError:
@@ -155,6 +154,25 @@ def prepare_file(path: str, what: str) -> None:
     else:
         os.close(fd)
     _check_companions(path, what)
+
+
+def _make_folders(folder: str) -> None:
+    """Create ``folder`` and every missing parent ``0o700`` (``os.makedirs`` gives the
+    parents the umask's default)."""
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for each in reversed(missing):
+        try:
+            os.mkdir(each, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(each):
+                raise  # a file where a folder should be
+            # another process made it first
 
 
 def _check_existing(path: str, what: str) -> None:
@@ -383,13 +401,13 @@ def use_wal(
     force (the old one on a file system WAL cannot use, which SQLite reports
     rather than refuses).
     """
-    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
-    if mode == "wal":
-        return mode
     deadline = time.monotonic() + max(0.0, timeout)
     delay = 0.001
     while True:
         try:
+            mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+            if mode == "wal":
+                return mode
             mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
         except sqlite3.OperationalError as exc:
             left = deadline - time.monotonic()

@@ -103,7 +103,8 @@ def test_health_is_down_when_the_file_cannot_be_used(
     as_folder = make_engine(folder)  # a directory is no database
     health = as_folder.health()
     assert health.state is HealthState.DOWN
-    assert health.reason and "is a folder" in health.reason
+    assert health.reason
+    assert "is a folder" in health.reason
     with pytest.raises(ConfigError, match="is a folder"):
         as_folder.store(StoreItem.document("x"))
 
