@@ -19,7 +19,13 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from cortex_memory.local.files import FileKind
 from cortex_memory.tools._sqlite import MEMORY_PATH, Database, StrPath
-from cortex_memory.tools.memory.errors import CONTENT_REJECTED, KEY_NOT_FOUND, MemoryRequestError
+from cortex_memory.tools.memory.decode import is_unicode
+from cortex_memory.tools.memory.errors import (
+    CONTENT_NOT_UNICODE,
+    CONTENT_REJECTED,
+    KEY_NOT_FOUND,
+    MemoryRequestError,
+)
 from cortex_memory.tools.memory.records import (
     Backend,
     MemoryKey,
@@ -185,6 +191,8 @@ class LocalMemoryStore(MemoryStore):
 
     def put(self, content: str, replace: Optional[MemoryKey] = None) -> MemoryRecord:
         """Insert a memory on probation, or give ``replace`` its next version."""
+        if not is_unicode(content):
+            raise MemoryRequestError(CONTENT_NOT_UNICODE)
         if looks_like_secret(content):
             raise MemoryRequestError(CONTENT_REJECTED)
         now = self._clock()
