@@ -393,7 +393,7 @@ def test_a_mixed_batch_answers_in_order(server: McpServer) -> None:
 # -- the program's own files ----------------------------------------------------------------
 
 
-def _run(tmp_path: Path, *args: str) -> "subprocess.CompletedProcess[bytes]":
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     env = dict(os.environ, CORTEX_MEMORY_HOME=str(tmp_path / "home"))
     ping = json.dumps(_request("ping", id=1)).encode() + b"\n"
     return subprocess.run(
