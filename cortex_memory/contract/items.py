@@ -39,8 +39,8 @@ from cortex_memory.contract.content import (
     Turn,
     UriBody,
 )
-from cortex_memory.contract.fingerprint import hash_json
-from cortex_memory.contract.jsonfmt import F32, dumps
+from cortex_memory.contract.fingerprint import hash_json, hash_value
+from cortex_memory.contract.jsonfmt import F32, LONG_STR, dumps
 from cortex_memory.contract.limits import MAX_ITEM_BYTES, MAX_STORE_MANY
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.text import is_blank
@@ -122,7 +122,11 @@ class StoreItem:
         """The item id: 40 hex of SHA-256 over the identity JSON (contract.md §5)."""
         cached: Optional[str] = self.__dict__.get("_fingerprint")
         if cached is None:
-            cached = hash_json(dumps(self.identity_json()))
+            if any(text is not None and len(text) > LONG_STR for text in self._texts()):
+                # Hashed as it is written: no whole copy of a long text is held.
+                cached = hash_value(self.identity_json())
+            else:
+                cached = hash_json(dumps(self.identity_json()))
             # A frozen instance may still cache in its own __dict__; the value
             # depends only on fields, and a racing thread computes the same one.
             self.__dict__["_fingerprint"] = cached
@@ -130,6 +134,10 @@ class StoreItem:
 
     def validate(self) -> None:
         """Raise ``InvalidRequestError`` when an engine must refuse this item."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        """The texts the size limit counts."""
         raise NotImplementedError  # pragma: no cover
 
     def render_text(self) -> str:
@@ -237,7 +245,10 @@ class Document(StoreItem):
         if isinstance(body, TextBody):
             if is_blank(body.text):
                 raise InvalidRequestError("document body must not be empty")
-            _check_size((self.title, body.text))
+            _check_size(self._texts())
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        return (self.title, self.body.text if isinstance(self.body, TextBody) else None)
 
     def render_text(self) -> str:
         """``"# {title}\\n\\n{body}"`` when the title is not blank, else the body."""
@@ -292,7 +303,10 @@ class Conversation(StoreItem):
         for turn in self.turns:
             if is_blank(turn.text):
                 raise InvalidRequestError("conversation turn text must not be empty")
-        _check_size(turn.text for turn in self.turns)
+        _check_size(self._texts())
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        return (turn.text for turn in self.turns)
 
     def render_text(self) -> str:
         """One line per turn (``"user: hi\\nassistant: yo"``)."""
@@ -358,7 +372,10 @@ class Learning(StoreItem):
             raise InvalidRequestError("learning text must not be empty")
         if not 0.0 <= self.confidence <= 1.0:
             raise InvalidRequestError("learning confidence must be between 0 and 1")
-        _check_size((self.text, self.evidence))
+        _check_size(self._texts())
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        return (self.text, self.evidence)
 
     def render_text(self) -> str:
         """The text."""
