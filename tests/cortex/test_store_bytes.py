@@ -72,3 +72,25 @@ def test_a_long_document_that_utf8_cannot_carry_sends_nothing(direct) -> None:
     assert caught.value.message == "request to 127.0.0.1 could not be built"
     assert isinstance(caught.value.__cause__, UnicodeEncodeError)
     assert not [line for line in direct.state.requests() if line.startswith("POST")]
+
+
+def test_storing_a_long_document_again_reads_it_back_a_few_pieces_a_page(direct) -> None:
+    from cortex_memory.cortex.engine.store import LOOKUP_PAGE_BYTES
+
+    line = "Another paragraph of the long report, stored twice.\n"
+    document = StoreItem.document(line * (5 * 1024 * 1024 // len(line)))
+    engine = direct.engine()
+    first = engine.store(document, wait=WaitFor.ACCEPTED)
+    writes = len(direct.state.seen.writes)
+    before = len(direct.state.requests())
+    again = engine.store(document, wait=WaitFor.ACCEPTED)
+    assert not first.replayed
+    assert again.replayed
+    assert len(direct.state.seen.writes) == writes  # nothing written again
+    lookups = [line for line in direct.state.requests()[before:] if "v1/events?" in line]
+    plan = plan_item(document)
+    per_page = LOOKUP_PAGE_BYTES // max(len(request.text) for _, request in plan.events)
+    assert per_page < 200
+    # The double lists every event twice (readers must dedupe), hence 2 x the pieces.
+    assert len(lookups) == -(-2 * len(plan.events) // per_page) > 1, lookups
+    assert all(f"limit={per_page}&" in line for line in lookups), lookups
