@@ -9,7 +9,9 @@ the 16 MiB item limit (``MAX_ITEM_BYTES``), with the default wait
 
 Cases: the local engine (a fresh file, FTS5, the default n-gram embedder), CortexDB
 Direct and TinyHumans hosted (``cortex_memory.testing`` doubles, each in its own
-process, the hosted rate window off), each with three texts of the same UTF-8 size:
+process, the hosted rate window off), each with three texts of the same UTF-8 size
+(and, as ``english:again``, the English document stored a second time: a replay,
+as a folder sync re-storing an unchanged file does):
 ``english`` (ASCII Markdown: headings, paragraphs, quotes), ``european`` (accented
 Latin-1 text: a Python ``str`` of one byte per character, two in UTF-8) and
 ``chinese`` (CJK with ASCII punctuation: two bytes per character in memory, three in
@@ -65,15 +67,19 @@ FLOORS = ("sqlite3 + FTS5", "json POST")
 TOKEN = "tiny_live_test"  # the doubles' test bearer, not a secret
 _CLEAR_REFS = "/proc/self/clear_refs"
 
-_ENGLISH = (
+def _words(prose: str) -> List[str]:
+    return prose.split()
+
+
+_ENGLISH = _words(
     "the memory engine stores every note and recall finds what matters while the team "
     'agreed "keep it simple" on the budget, the launch timeline, the quarterly review '
     "and the customer follow-up after planning"
-).split()
-_EUROPEAN = (
+)
+_EUROPEAN = _words(
     "l'équipe a validé le budget élevé après la réunion où Müller présenta ökonomische "
     "Überlegungen, café crème déjà prêt, señor Núñez añadió más detalles à côté"
-).split()
+)
 _CHINESE = ["记忆", "引擎", "存储", "每条", "笔记", "召回", "找到", "重要", "内容", "团队",
             "同意", "预算", "发布", "时间表", "季度", "评审", "客户", "跟进"]  # fmt: skip
 
@@ -178,9 +184,10 @@ def _floor_post(text: str, url: Optional[str]) -> Any:
 
 
 def run_case(case: str, size: int, url: Optional[str]) -> Dict[str, Any]:
-    """Measure one case (``engine:text`` or ``floor:<name>:text``) in this process."""
+    """Measure one case in this process: ``engine:text``, ``engine:text:again`` (the
+    second store of the same document: a replay) or ``floor:<name>:text``."""
     parts = case.split(":")
-    text = document(parts[-1], size)
+    text = document(parts[2] if parts[0] == "floor" else parts[1], size)
     size = len(text.encode("utf-8"))
     with tempfile.TemporaryDirectory() as folder:
         if parts[0] == "floor":
@@ -194,6 +201,9 @@ def run_case(case: str, size: int, url: Optional[str]) -> Dict[str, Any]:
         try:
             engine.store(StoreItem.document("A small note first, to open everything."))
             item = StoreItem.document(text)
+            if parts[-1] == "again":
+                engine.store(item)
+                item = StoreItem.document(text)  # a new object: no fingerprint cached
             return _measure(lambda: engine.store(item), size)
         finally:
             engine.close()
@@ -225,7 +235,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one run of every case")
     parser.add_argument("--runs", type=int, default=None, help="runs of every case (3)")
     parser.add_argument(
-        "--mib", type=float, default=None, help="document size in MiB (default 15: the limit less 1)"
+        "--mib", type=float, default=None, help="document size in MiB (default: the limit less 1)"
     )
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -245,6 +255,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ) as hosted:
         urls = {"local": None, "direct": direct, "hosted": hosted}
         cases = [(f"{engine}:{text}", urls[engine]) for engine in ENGINES for text in TEXTS]
+        cases += [(f"{engine}:{TEXTS[0]}:again", urls[engine]) for engine in ENGINES]
         cases += [(f"floor:{FLOORS[0]}:{text}", None) for text in TEXTS]
         cases += [(f"floor:{FLOORS[1]}:{text}", direct) for text in TEXTS]
         for _ in range(runs):
