@@ -17,7 +17,8 @@ Latin-1 text: a Python ``str`` of one byte per character, two in UTF-8) and
 ``chinese`` (CJK with ASCII punctuation: two bytes per character in memory, three in
 UTF-8).
 
-Method. Each case runs in a **fresh process**: it builds the document, opens the
+Method. Each case runs in a **fresh process** (with a document of its own each run,
+the doubles outliving the runs): it builds the document, opens the
 engine, stores a small note first (imports, schema, connections, the actor lookup),
 collects garbage, resets the kernel's peak counter (``echo 5 >
 /proc/self/clear_refs``), reads ``VmRSS``, stores the document and reads ``VmHWM``.
@@ -183,11 +184,11 @@ def _floor_post(text: str, url: Optional[str]) -> Any:
     return lambda: post(text)
 
 
-def run_case(case: str, size: int, url: Optional[str]) -> Dict[str, Any]:
+def run_case(case: str, size: int, url: Optional[str], seed: int = 10) -> Dict[str, Any]:
     """Measure one case in this process: ``engine:text``, ``engine:text:again`` (the
     second store of the same document: a replay) or ``floor:<name>:text``."""
     parts = case.split(":")
-    text = document(parts[2] if parts[0] == "floor" else parts[1], size)
+    text = document(parts[2] if parts[0] == "floor" else parts[1], size, seed)
     size = len(text.encode("utf-8"))
     with tempfile.TemporaryDirectory() as folder:
         if parts[0] == "floor":
@@ -218,9 +219,9 @@ def _limit() -> int:
     return MAX_ITEM_BYTES
 
 
-def _child(case: str, size: int, url: Optional[str]) -> Dict[str, Any]:
+def _child(case: str, size: int, url: Optional[str], seed: int) -> Dict[str, Any]:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
-    argv = [python(), __file__, "--case", case, "--size", str(size)]
+    argv = [python(), __file__, "--case", case, "--size", str(size), "--seed", str(seed)]
     if url is not None:
         argv += ["--url", url]
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
@@ -240,9 +241,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
-        print(json.dumps(run_case(args.case, args.size, args.url)))
+        print(json.dumps(run_case(args.case, args.size, args.url, args.seed)))
         return 0
     if not sys.platform.startswith("linux") or not os.access(_CLEAR_REFS, os.W_OK):
         return skip(NAME, "needs Linux /proc/self/clear_refs to reset the peak resident set")
@@ -258,9 +260,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         cases += [(f"{engine}:{TEXTS[0]}:again", urls[engine]) for engine in ENGINES]
         cases += [(f"floor:{FLOORS[0]}:{text}", None) for text in TEXTS]
         cases += [(f"floor:{FLOORS[1]}:{text}", direct) for text in TEXTS]
-        for _ in range(runs):
+        for run in range(runs):
             for case, url in cases:
-                results.setdefault(case, []).append(_child(case, size, url))
+                # A new document every run: the doubles outlive the runs, and the
+                # same document again would be a replay, not a first store.
+                results.setdefault(case, []).append(_child(case, size, url, 10 + run))
                 last = results[case][-1]
                 print(f"{case:32s} {last['ratio']:.2f}x ({last['seconds']:.1f} s)", flush=True)
 
