@@ -1,4 +1,4 @@
-"""Run every benchmark (B1–B8) with one command, print one table, write one JSON file.
+"""Run every benchmark (B1–B10) with one command, print one table, write one JSON file.
 
     python -m bench [--quick] [--only B1,B4] [--fail-on-miss]
     python bench/run.py [the same options]
@@ -78,6 +78,8 @@ BENCHMARKS = (
           "hybrid@10 >= FTS5 (+0.10 semantic), >= its parts; answers >= 0.5"),
     Bench("B9", "b9_store_scale", "one default store() at 100/1000/10000 events in its scope",
           "growth exponent <= 0.05: requests, bytes, CPU"),
+    Bench("B10", "b10_store_memory", "peak memory of storing a 15 MiB document, every engine",
+          "<= 4x the document's UTF-8 size"),
 )  # fmt: skip
 
 
@@ -181,7 +183,7 @@ def _selected(only: Optional[str]) -> List[Bench]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="Run the benchmarks B1-B8 and print one table."
+        prog="python -m bench", description="Run the benchmarks B1-B10 and print one table."
     )
     parser.add_argument("--quick", action="store_true", help="short runs (noisier figures)")
     parser.add_argument("--only", metavar="IDS", help="comma-separated ids, e.g. B1,B4")

@@ -23,6 +23,7 @@ from cortex_memory.contract import (
     BELIEF_TAG,
     CONSOLIDATED_TAG,
     MAX_GET_IDS,
+    MAX_ITEM_BYTES,
     MAX_STORE_MANY,
     BeliefsRequest,
     Bucket,
@@ -119,6 +120,7 @@ from cortex_memory.errors import (
 )
 from cortex_memory.local import (
     LOCAL_ENGINE_ID,
+    InsecureFileWarning,
     LocalEngine,
     local_descriptor,
 )
@@ -180,6 +182,7 @@ __all__ = [
     "GetRequest",
     "HealthState",
     "Hit",
+    "InsecureFileWarning",
     "InvalidRequestError",
     "ItemId",
     "ItemKind",
@@ -190,6 +193,7 @@ __all__ = [
     "ListRequest",
     "LocalEngine",
     "MAX_GET_IDS",
+    "MAX_ITEM_BYTES",
     "MAX_STORE_MANY",
     "MemoryConfig",
     "MemoryEngine",

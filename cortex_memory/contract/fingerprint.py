@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List
 
-from cortex_memory.contract.jsonfmt import dumps
+from cortex_memory.contract.jsonfmt import dumps, write
 
 if TYPE_CHECKING:  # pragma: no cover
     from cortex_memory.contract.items import StoreItem
 
-__all__ = ["ID_HEX_LEN", "fingerprint", "fingerprint_json", "hash_json", "is_item_id"]
+__all__ = [
+    "ID_HEX_LEN",
+    "fingerprint",
+    "fingerprint_json",
+    "hash_json",
+    "hash_value",
+    "is_item_id",
+]
 
 #: Length of an item id: 20 bytes of SHA-256 as lowercase hex.
 ID_HEX_LEN = 40
@@ -31,6 +38,36 @@ def hash_json(text: str) -> str:
     # surrogatepass: a lone surrogate (possible in a Python str, never in Rust)
     # still hashes deterministically instead of raising.
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:ID_HEX_LEN]
+
+
+# Characters of JSON gathered before they are hashed: one update for a small
+# value (as hashing its whole text would), bounded memory for a long one.
+_FLUSH = 1 << 16
+
+
+def hash_value(value: object) -> str:
+    """``hash_json(dumps(value))``, without holding the JSON text whole.
+
+    The JSON is written in pieces (:func:`~cortex_memory.contract.jsonfmt.write`)
+    and hashed as it comes, so the id of a 16 MiB document costs a few pieces
+    of memory, not two copies of the document.
+    """
+    digest = hashlib.sha256()
+    pending: List[str] = []
+    held = 0
+
+    def put(part: str) -> None:
+        nonlocal held
+        pending.append(part)
+        held += len(part)
+        if held >= _FLUSH:
+            digest.update("".join(pending).encode("utf-8", "surrogatepass"))
+            pending.clear()
+            held = 0
+
+    write(value, put)
+    digest.update("".join(pending).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:ID_HEX_LEN]
 
 
 def fingerprint_json(item: StoreItem) -> str:

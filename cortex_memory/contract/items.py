@@ -41,9 +41,9 @@ from cortex_memory.contract.content import (
     Turn,
     UriBody,
 )
-from cortex_memory.contract.fingerprint import hash_json
-from cortex_memory.contract.jsonfmt import F32, dumps
-from cortex_memory.contract.limits import MAX_STORE_MANY
+from cortex_memory.contract.fingerprint import hash_json, hash_value
+from cortex_memory.contract.jsonfmt import F32, LONG_STR, dumps
+from cortex_memory.contract.limits import MAX_ITEM_BYTES, MAX_STORE_MANY
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.text import is_blank
 from cortex_memory.errors import InvalidRequestError
@@ -125,7 +125,11 @@ class StoreItem:
         """The item id: 40 hex of SHA-256 over the identity JSON (contract.md §5)."""
         cached: Optional[str] = self.__dict__.get("_fingerprint")
         if cached is None:
-            cached = hash_json(dumps(self.identity_json()))
+            if any(text is not None and len(text) > LONG_STR for text in self._texts()):
+                # Hashed as it is written: no whole copy of a long text is held.
+                cached = hash_value(self.identity_json())
+            else:
+                cached = hash_json(dumps(self.identity_json()))
             # A frozen instance may still cache in its own __dict__; the value
             # depends only on fields, and a racing thread computes the same one.
             self.__dict__["_fingerprint"] = cached
@@ -133,6 +137,10 @@ class StoreItem:
 
     def validate(self) -> None:
         """Raise ``InvalidRequestError`` when an engine must refuse this item."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        """The texts the size limit counts."""
         raise NotImplementedError  # pragma: no cover
 
     def render_text(self) -> str:
@@ -172,6 +180,36 @@ class StoreItem:
         raise InvalidRequestError(f"unknown item type {quote(kind)}")
 
 
+# Characters measured per slice when a text is not ASCII: its UTF-8 length is
+# counted without holding a whole encoded copy.
+_SLICE = 1 << 20
+
+
+def _utf8_size(text: str, budget: int) -> int:
+    """UTF-8 bytes of ``text``, counted up to a little past ``budget``."""
+    if text.isascii() or len(text) > budget:  # every character is at least one byte
+        return len(text)
+    size = 0
+    for at in range(0, len(text), _SLICE):
+        size += len(text[at : at + _SLICE].encode("utf-8", "surrogatepass"))
+        if size > budget:
+            break
+    return size
+
+
+def _check_size(texts: Iterable[Optional[str]]) -> None:
+    """Refuse an item whose text passes :data:`MAX_ITEM_BYTES` of UTF-8."""
+    left = MAX_ITEM_BYTES
+    for text in texts:
+        if text:
+            left -= _utf8_size(text, left)
+            if left < 0:
+                raise InvalidRequestError(
+                    f"an item's text may hold at most {MAX_ITEM_BYTES} bytes of UTF-8 "
+                    "(16 MiB); split it into several items"
+                )
+
+
 def _typed(value: object, kind: str) -> Dict[str, Any]:
     o = obj(value, kind)
     tag = o.get("type")
@@ -203,12 +241,17 @@ class Document(StoreItem):
         req_type(self, "meta", MemoryMeta, self.meta)
 
     def validate(self) -> None:
-        """Refuse a blank text body and an unresolved uri body."""
+        """Refuse a blank text body, an unresolved uri body and text over 16 MiB."""
         body = self.body
         if isinstance(body, UriBody):
             raise InvalidRequestError("unresolved uri; resolve it through a source first")
-        if isinstance(body, TextBody) and is_blank(body.text):
-            raise InvalidRequestError("document body must not be empty")
+        if isinstance(body, TextBody):
+            if is_blank(body.text):
+                raise InvalidRequestError("document body must not be empty")
+            _check_size(self._texts())
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        return (self.title, self.body.text if isinstance(self.body, TextBody) else None)
 
     def render_text(self) -> str:
         """``"# {title}\\n\\n{body}"`` when the title is not blank, else the body."""
@@ -257,12 +300,16 @@ class Conversation(StoreItem):
         req_type(self, "meta", MemoryMeta, self.meta)
 
     def validate(self) -> None:
-        """Refuse zero turns and any blank turn."""
+        """Refuse zero turns, any blank turn and text over 16 MiB in all."""
         if not self.turns:
             raise InvalidRequestError("a conversation needs at least one turn")
         for turn in self.turns:
             if is_blank(turn.text):
                 raise InvalidRequestError("conversation turn text must not be empty")
+        _check_size(self._texts())
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        return (turn.text for turn in self.turns)
 
     def render_text(self) -> str:
         """One line per turn (``"user: hi\\nassistant: yo"``)."""
@@ -322,11 +369,16 @@ class Learning(StoreItem):
         return self.confidence
 
     def validate(self) -> None:
-        """Refuse blank text and a confidence outside 0..=1 (NaN included)."""
+        """Refuse blank text, a confidence outside 0..=1 (NaN included) and text
+        (with the evidence) over 16 MiB."""
         if is_blank(self.text):
             raise InvalidRequestError("learning text must not be empty")
         if not 0.0 <= self.confidence <= 1.0:
             raise InvalidRequestError("learning confidence must be between 0 and 1")
+        _check_size(self._texts())
+
+    def _texts(self) -> Iterable[Optional[str]]:
+        return (self.text, self.evidence)
 
     def render_text(self) -> str:
         """The text."""

@@ -23,6 +23,7 @@ from cortex_memory.errors import InvalidRequestError
 
 __all__ = [
     "F32",
+    "LONG_STR",
     "dumps",
     "format_f32",
     "format_f64",
@@ -30,6 +31,7 @@ __all__ = [
     "format_timestamp_offset",
     "parse_timestamp",
     "to_f32",
+    "write",
 ]
 
 _F32_STRUCT = struct.Struct("<f")
@@ -335,6 +337,12 @@ def _quote(value: object) -> str:
 # ---------------------------------------------------------------------- writer
 
 
+#: Characters per piece when a string member is longer: it is escaped a piece at a
+#: time (escaping is per character, so the pieces join to the same text), and
+#: :func:`write` never holds a whole escaped copy of a long text.
+LONG_STR = 1 << 16
+
+
 def dumps(value: object) -> str:
     """Write a contract JSON value: compact, member order, serde_json's bytes.
 
@@ -347,6 +355,28 @@ def dumps(value: object) -> str:
     parts: List[str] = []
     _emit(value, parts.append)
     return "".join(parts)
+
+
+def write(value: object, put: Callable[[str], None]) -> None:
+    """Write what :func:`dumps` would return, in pieces, to ``put`` (they join to it).
+
+    A string longer than :data:`LONG_STR` characters goes in pieces of that
+    size, so a consumer that does not keep them (a hash) holds one piece at a time.
+    """
+    if type(value) is str:
+        _put_str(value, put)
+    else:
+        _emit(value, put)
+
+
+def _put_str(text: str, put: Callable[[str], None]) -> None:
+    if len(text) <= LONG_STR:
+        put(_encode_str(text))
+        return
+    put('"')
+    for at in range(0, len(text), LONG_STR):
+        put(_encode_str(text[at : at + LONG_STR])[1:-1])
+    put('"')
 
 
 def _emit(o: Any, put: Callable[[str], None]) -> None:
@@ -362,7 +392,11 @@ def _emit(o: Any, put: Callable[[str], None]) -> None:
                 key = _key(key)
             ti = type(item)
             if ti is str:
-                put(f"{sep}{_encode_str(key)}:{_encode_str(item)}")
+                if len(item) > LONG_STR:
+                    put(f"{sep}{_encode_str(key)}:")
+                    _put_str(item, put)
+                else:
+                    put(f"{sep}{_encode_str(key)}:{_encode_str(item)}")
             elif ti is int:
                 put(f"{sep}{_encode_str(key)}:{int.__repr__(item)}")
             else:
@@ -374,7 +408,11 @@ def _emit(o: Any, put: Callable[[str], None]) -> None:
         sep = "["
         for item in o:
             if type(item) is str:
-                put(sep + _encode_str(item))
+                if len(item) > LONG_STR:
+                    put(sep)
+                    _put_str(item, put)
+                else:
+                    put(sep + _encode_str(item))
             else:
                 put(sep)
                 _emit(item, put)
@@ -395,7 +433,7 @@ def _emit(o: Any, put: Callable[[str], None]) -> None:
 def _emit_other(o: object, put: Callable[[str], None]) -> None:
     """Subclasses: str enums, int subclasses, other floats, dict/list subclasses."""
     if isinstance(o, str):
-        put(_encode_str(o))
+        _put_str(str.__str__(o), put)
     elif isinstance(o, bool):  # pragma: no cover - True/False are singletons
         put("true" if o else "false")
     elif isinstance(o, int):

@@ -7,6 +7,7 @@ __all__ = [
     "MAX_BUCKETS",
     "MAX_DEPTH",
     "MAX_GET_IDS",
+    "MAX_ITEM_BYTES",
     "MAX_SCAN_LIMIT",
     "MAX_SEGMENT_ID_LEN",
     "MAX_STORE_MANY",
@@ -29,3 +30,6 @@ SCAN_PAGE = 200
 MAX_DEPTH = 8
 #: Longest namespace segment id (1..=128 of ``[A-Za-z0-9_-]``).
 MAX_SEGMENT_ID_LEN = 128
+#: Largest item: UTF-8 bytes of its text (a document's title and body, a
+#: conversation's turns, a learning's text and evidence), 16 MiB.
+MAX_ITEM_BYTES = 16 * 1024 * 1024

@@ -12,5 +12,13 @@ from __future__ import annotations
 
 from cortex_memory.local.embedders import Embedder, NgramEmbedder
 from cortex_memory.local.engine import LOCAL_ENGINE_ID, LocalEngine, local_descriptor
+from cortex_memory.local.files import InsecureFileWarning
 
-__all__ = ["Embedder", "LOCAL_ENGINE_ID", "LocalEngine", "NgramEmbedder", "local_descriptor"]
+__all__ = [
+    "Embedder",
+    "InsecureFileWarning",
+    "LOCAL_ENGINE_ID",
+    "LocalEngine",
+    "NgramEmbedder",
+    "local_descriptor",
+]

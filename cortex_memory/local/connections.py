@@ -21,18 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 from typing import Callable, Iterator, List, Optional
 
 from cortex_memory.contract.deadline import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
+from cortex_memory.local.files import MEMORY, header_errors, is_busy, prepare_file, shown
 
 __all__ = [
     "ConnectionPool",
     "open_connection",
-    "prepare_private_file",
     "read_transaction",
     "sqlite_errors",
     "write_transaction",
@@ -40,19 +39,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-MEMORY = ":memory:"
-
-# sqlite3 result codes meaning "someone else holds the lock".
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
-    if code is not None:
-        return (code & 0xFF) in (_SQLITE_BUSY, _SQLITE_LOCKED)
-    text = str(exc).lower()
-    return "database is locked" in text or "is busy" in text or "table is locked" in text
+#: What the local engine's file is called in messages.
+WHAT = "local database"
 
 
 @contextlib.contextmanager
@@ -68,7 +56,7 @@ def sqlite_errors(action: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        if _is_busy(exc):
+        if is_busy(exc):
             raise UnavailableError(
                 f"the local database stayed locked by another writer while {action}"
             ) from exc
@@ -84,43 +72,32 @@ def sqlite_errors(action: str) -> Iterator[None]:
         ) from exc
 
 
-def prepare_private_file(path: str) -> None:
-    """Create the database's folder and an empty private file when they are missing.
-
-    SQLite would create the file with the process umask (often world-readable);
-    memory is private, so a new file starts as 0600, and SQLite gives its
-    ``-wal`` and ``-shm`` companions the same permissions.
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return
-    os.close(fd)
-
-
 def open_connection(path: str, timeout: float) -> sqlite3.Connection:
     """Open one connection in autocommit mode (transactions are explicit).
 
     ``timeout`` is SQLite's busy timeout in seconds: how long a statement waits
     for another connection's lock before failing with "database is locked".
+    A file and its folder are created owner-only, never through a symbolic
+    link (:func:`~cortex_memory.local.files.prepare_file`).
     """
     if path != MEMORY:
-        prepare_private_file(path)
+        prepare_file(path, WHAT)
     conn = sqlite3.connect(
         path, timeout=timeout, isolation_level=None, check_same_thread=False
     )
     try:
-        conn.execute("PRAGMA temp_store = MEMORY")
-        # Up to 8 MiB of pages per connection (SQLite's default is 2): ranked
-        # reads fetch scattered rows, and a warm page costs no system call.
-        # The cache fills only as pages are read.
-        conn.execute("PRAGMA cache_size = -8192")
-        if path != MEMORY:
-            # WAL + NORMAL: a commit survives a crash of the application; only
-            # a power loss can take the last transactions back.
-            conn.execute("PRAGMA synchronous = NORMAL")
+        # The first statement reads the file's header: a file that is not a
+        # database is refused here, naming it, before anything writes to it.
+        with header_errors(WHAT, shown(path)):
+            conn.execute("PRAGMA temp_store = MEMORY")
+            # Up to 8 MiB of pages per connection (SQLite's default is 2): ranked
+            # reads fetch scattered rows, and a warm page costs no system call.
+            # The cache fills only as pages are read.
+            conn.execute("PRAGMA cache_size = -8192")
+            if path != MEMORY:
+                # WAL + NORMAL: a commit survives a crash of the application; only
+                # a power loss can take the last transactions back.
+                conn.execute("PRAGMA synchronous = NORMAL")
     except BaseException:
         conn.close()
         raise

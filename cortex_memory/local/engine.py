@@ -62,7 +62,6 @@ from cortex_memory.local import reads, writes
 from cortex_memory.local.bounded import bounded
 from cortex_memory.local.bounded import where as bounded_where
 from cortex_memory.local.connections import (
-    MEMORY,
     ConnectionPool,
     open_connection,
     read_transaction,
@@ -72,6 +71,7 @@ from cortex_memory.local.connections import (
 from cortex_memory.local.corpus import BELIEFS, ITEMS
 from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.explore import explore as explore_sql
+from cortex_memory.local.files import MEMORY, check_path, shown, warn_if_shared
 from cortex_memory.local.lexical import StaleIndex
 from cortex_memory.local.recall import answer
 from cortex_memory.local.schema import (
@@ -150,8 +150,7 @@ class LocalEngine(MemoryEngine):
         embedder: Union[Embedder, str, None] = None,
         vector_backend: str = "auto",
     ) -> None:
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"LocalEngine path must be a str or a path, not {type(path).__name__}")
+        fspath = check_path(path, "LocalEngine")
         if not isinstance(tenant, str):
             raise TypeError(f"LocalEngine tenant must be a str, not {type(tenant).__name__}")
         if not tenant.strip():
@@ -164,9 +163,6 @@ class LocalEngine(MemoryEngine):
             raise InvalidRequestError("a local busy timeout must be zero or more seconds")
         if pool_size < 1:
             raise InvalidRequestError("a local connection pool holds at least one connection")
-        fspath = os.fspath(path)
-        if not isinstance(fspath, str):
-            raise TypeError("LocalEngine path must be a text path, not bytes")
         if not fspath:
             raise InvalidRequestError("a local database path must not be empty")
         self._vectors = Vectors(embedder, vector_backend, tenant)
@@ -196,7 +192,11 @@ class LocalEngine(MemoryEngine):
             if self._ready:
                 return
             fts = self._want_fts and fts5_available(conn)
-            ensure_schema(conn, use_fts=fts, memory=self._memory)
+            ensure_schema(
+                conn, use_fts=fts, memory=self._memory, name=shown(self._path),
+                timeout=self._timeout,
+            )
+            warn_if_shared(self._path, "local database")
             self._vectors.ready(conn, write_transaction)
             _refresh_statistics(conn)
             self._fts = fts

@@ -44,9 +44,10 @@ import sqlite3
 from typing import Callable, Dict, Iterator, List, Tuple
 
 from cortex_memory.contract import StoreItem
-from cortex_memory.errors import EngineError, InvalidRequestError
+from cortex_memory.errors import InvalidRequestError
 from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.corpus import BELIEFS, ITEMS, Corpus
+from cortex_memory.local.files import FileKind, claim, use_wal
 from cortex_memory.local.sqlfilter import tags_key
 from cortex_memory.local.store import id_key, stored_json
 
@@ -54,6 +55,7 @@ __all__ = [
     "FTS_ABSENT",
     "FTS_OK",
     "FTS_STALE",
+    "LOCAL_FILE",
     "SCHEMA_VERSION",
     "SEQ_FLOOR",
     "ensure_schema",
@@ -68,6 +70,12 @@ _log = logging.getLogger(__name__)
 
 #: The schema this library writes and reads.
 SCHEMA_VERSION = 2
+
+#: The local engine's kind of file. Files written before application ids
+#: (schema 1 and 2) are recognised by their ``engine_info`` and ``items`` tables.
+LOCAL_FILE = FileKind(
+    "local database", SCHEMA_VERSION, frozenset({"engine_info", "items"}), legacy_min_version=1
+)
 
 FTS_OK = "ok"
 FTS_STALE = "stale"
@@ -158,19 +166,6 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
         return False
     conn.execute("DROP TABLE temp.cm_fts_probe")
     return True
-
-
-def _refuse_foreign(conn: sqlite3.Connection) -> None:
-    # A file with tables but no schema version belongs to someone else: never
-    # add ours next to them.
-    found = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchone()[0]
-    if found:
-        raise EngineError(
-            "the file is not a cortex_memory database (it holds other tables); "
-            "choose another path"
-        )
 
 
 def _create_fts(conn: sqlite3.Connection) -> None:
@@ -301,36 +296,37 @@ def _compact_json(item_json: str) -> str:
     return stored_json(item)
 
 
-def ensure_schema(conn: sqlite3.Connection, *, use_fts: bool, memory: bool) -> None:
-    """Create or migrate the schema, then bring the FTS5 indexes up to date.
+def ensure_schema(
+    conn: sqlite3.Connection,
+    *,
+    use_fts: bool,
+    memory: bool,
+    name: str = "`:memory:`",
+    timeout: float = 0.0,
+) -> None:
+    """Create or migrate the schema, switch the file to WAL, bring FTS5 up to date.
 
     Runs once per engine, on its first connection. ``use_fts`` is True when
     this engine will rank keywords with FTS5 (the build has it and it was not
-    turned off); only then is an index created or rebuilt.
+    turned off); only then is an index created or rebuilt. The file is
+    claimed first (:func:`~cortex_memory.local.files.claim`): another
+    application's database, or a file that is not one, is refused before
+    anything in it changes. ``name`` is the path as messages show it and
+    ``timeout`` the busy timeout the WAL switch may wait.
     """
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise EngineError(
-            f"the local database has schema version {version}; this library reads "
-            f"up to {SCHEMA_VERSION} (upgrade cortex_memory)"
-        )
-    if version == 0:
-        _refuse_foreign(conn)  # before changing anything in the file
+
+    def create(conn: sqlite3.Connection) -> None:
+        _create(conn, use_fts)
+
+    def upgrade(conn: sqlite3.Connection, version: int) -> None:
+        for step in range(version + 1, SCHEMA_VERSION + 1):
+            _log.info("migrating the local database to schema %d", step)
+            _MIGRATIONS[step](conn, use_fts)
+
+    claim(conn, LOCAL_FILE, name, create=create, upgrade=upgrade)
     if not memory:
         # Persistent in the file: every later connection, in any process, uses WAL.
-        conn.execute("PRAGMA journal_mode = WAL")
-    if version < SCHEMA_VERSION:
-        with write_transaction(conn):
-            # Another process may have done it while we waited for the lock.
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                _refuse_foreign(conn)
-                _create(conn, use_fts)
-            else:
-                for step in range(version + 1, SCHEMA_VERSION + 1):
-                    _log.info("migrating the local database to schema %d", step)
-                    _MIGRATIONS[step](conn, use_fts)
-                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        use_wal(conn, timeout)
     if use_fts and fts_state(conn) != FTS_OK:
         rebuild_fts(conn)
 

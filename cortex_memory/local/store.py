@@ -21,7 +21,18 @@ import json
 import re
 import sqlite3
 from functools import lru_cache
-from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple, cast
+from typing import (
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    cast,
+)
 
 from cortex_memory.contract import (
     Document,
@@ -79,13 +90,51 @@ ITEM_COLUMNS = (
 )  # fmt: skip
 
 
+_TEXT = ITEM_COLUMNS.index("text")
+#: Characters from which a text counts as long. sqlite3 keeps the values last
+#: bound to a statement until it runs again, so a long text is written by a
+#: statement that is then run once more with nothing to insert (SQLite lets the
+#: copy go). A long text that is not ASCII is bound as UTF-8 bytes: bound as a
+#: ``str``, sqlite3 would keep a UTF-8 copy inside the caller's string for as
+#: long as the caller keeps the item.
+LONG_TEXT = 1 << 16
+
+
 @lru_cache(maxsize=256)
-def _insert_item(present: Tuple[int, ...]) -> str:
+def _insert_item(present: Tuple[int, ...], long: bool = False, as_bytes: bool = False) -> str:
     # Only the columns an item fills are bound: the others default to NULL, and
     # binding a parameter costs more than SQLite storing the NULL.
     names = ", ".join(ITEM_COLUMNS[i] for i in present)
-    marks = ", ".join("?" * (len(present) + 2))
-    return f"INSERT INTO items (seq, tenant, {names}) VALUES ({marks})"
+    marks = ["?"] * (len(present) + 2)
+    if as_bytes:
+        marks[2 + present.index(_TEXT)] = "CAST(? AS TEXT)"
+    if long:  # the last parameter says whether to insert (see LONG_TEXT)
+        return f"INSERT INTO items (seq, tenant, {names}) SELECT {', '.join(marks)} WHERE ?"
+    return f"INSERT INTO items (seq, tenant, {names}) VALUES ({', '.join(marks)})"
+
+
+def _long_rows(
+    rows: Sequence[Tuple[object, ...]], at: int, as_bytes: bool
+) -> Iterator[Tuple[object, ...]]:
+    """``rows`` to insert with the guarded statement, the text at ``at`` encoded when
+    ``as_bytes``, one row at a time (one encoded copy at once)."""
+    for row in rows:
+        if as_bytes:
+            text = cast(str, row[at]).encode("utf-8")
+            yield (*row[:at], text, *row[at + 1 :], 1)
+        else:
+            yield (*row, 1)
+
+
+def _write_long(
+    conn: sqlite3.Connection,
+    present: Tuple[int, ...],
+    as_bytes: bool,
+    rows: Sequence[Tuple[object, ...]],
+) -> None:
+    sql = _insert_item(present, True, as_bytes)
+    conn.executemany(sql, _long_rows(rows, 2 + present.index(_TEXT), as_bytes))
+    conn.execute(sql, (None,) * (len(present) + 2) + (0,))  # inserts nothing, unbinds
 
 
 # Items are stored in JSON only the engine reads back: the C encoder writes
@@ -276,15 +325,23 @@ def insert_many(
     if not items:
         return
     seqs = range(first, first + len(items))
-    shapes: Dict[Tuple[int, ...], List[Tuple[object, ...]]] = {}
+    shapes: Dict[Tuple[Tuple[int, ...], bool, bool], List[Tuple[object, ...]]] = {}
     for s, i in zip(seqs, items):
-        shapes.setdefault(i.present, []).append((s, tenant, *i.values))
-    for present, rows in shapes.items():
-        conn.executemany(_insert_item(present), rows)
+        long = len(i.text) >= LONG_TEXT
+        as_bytes = long and not i.text.isascii()
+        shapes.setdefault((i.present, long, as_bytes), []).append((s, tenant, *i.values))
+    for (present, long, as_bytes), rows in shapes.items():
+        if long:
+            _write_long(conn, present, as_bytes, rows)
+        else:
+            conn.executemany(_insert_item(present), rows)
     if fts:
-        conn.executemany(
-            "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
-            [(s, i.text) for s, i in zip(seqs, items)],
+        # The index reads the text the rows hold: binding it again would make
+        # SQLite copy every text once more (and keep the last one bound).
+        conn.execute(
+            "INSERT INTO items_fts (rowid, text) "
+            "SELECT seq, text FROM items WHERE seq >= ? AND seq < ?",
+            (first, first + len(items)),
         )
     if model is not None:
         conn.executemany(

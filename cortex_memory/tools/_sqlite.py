@@ -1,10 +1,17 @@
 """A small SQLite helper shared by the tools' own tables (memory store, sidecar, ledger).
 
 Each owner keeps one connection behind its own lock (``check_same_thread``
-off, because the lock, not the thread, is what makes access safe). Writes run
-in ``BEGIN IMMEDIATE`` transactions so two processes sharing a file queue on
-the busy timeout instead of failing halfway. ``sqlite3`` failures leave as
-``EngineError`` naming what failed (SQLite's own words never quote row values).
+off, because the lock, not the thread, is what makes access safe). The file is
+opened as the local engine opens its own (:mod:`cortex_memory.local.files`):
+created owner-only and never through a symbolic link, claimed by its kind
+(another application's database, a file that is not one, or another kind of
+``cortex_memory`` file is a ``ConfigError`` and stays unchanged), set up in the
+transaction that checked it, then switched to WAL within the busy timeout.
+Writes run in ``BEGIN IMMEDIATE`` transactions so two processes sharing a file
+queue on the busy timeout instead of failing halfway. ``sqlite3`` failures
+leave as ``EngineError`` naming what failed (``UnavailableError`` when the file
+stayed locked; SQLite's own words never quote row values), and text that
+cannot be encoded as UTF-8 as ``InvalidRequestError``.
 """
 
 from __future__ import annotations
@@ -15,28 +22,51 @@ import sqlite3
 import threading
 from typing import Iterator, Union
 
-from cortex_memory.errors import EngineError
-from cortex_memory.local.connections import prepare_private_file, write_transaction
+from cortex_memory.errors import (
+    ConfigError,
+    EngineError,
+    Error,
+    InvalidRequestError,
+    UnavailableError,
+)
+from cortex_memory.local.connections import write_transaction
+from cortex_memory.local.files import (
+    MEMORY,
+    FileKind,
+    check_path,
+    claim,
+    is_busy,
+    prepare_file,
+    shown,
+    use_wal,
+    warn_if_shared,
+)
 
-__all__ = ["Database", "MEMORY_PATH", "StrPath"]
+__all__ = ["Database", "MEMORY_PATH", "StrPath", "not_unicode"]
 
 StrPath = Union[str, "os.PathLike[str]"]
 #: The path of a private in-memory database.
-MEMORY_PATH = ":memory:"
+MEMORY_PATH = MEMORY
 _BUSY_TIMEOUT_S = 5.0
 
 
-class Database:
-    """One SQLite connection, its lock and its schema."""
+def not_unicode(what: str) -> InvalidRequestError:
+    """The refusal of text that UTF-8 cannot carry (a lone surrogate)."""
+    return InvalidRequestError(f"{what} must be valid Unicode (it holds a lone surrogate)")
 
-    def __init__(self, path: StrPath, schema: str, *, what: str) -> None:
+
+class Database:
+    """One SQLite connection, its lock and its schema (``kind`` names and stamps the file)."""
+
+    def __init__(self, path: StrPath, schema: str, *, kind: FileKind) -> None:
+        what = kind.name
         self._what = what
-        target = os.fspath(path)
+        target = check_path(path, what)
+        if not target:
+            raise ConfigError(f"the {what} path must not be empty (use {MEMORY!r} for none)")
         try:
             if target != MEMORY_PATH:
-                # Memory is private: a new file (and its folder) is created owner-only,
-                # as the local engine does, instead of with the process umask.
-                prepare_private_file(target)
+                prepare_file(target, what)
             conn = sqlite3.connect(
                 target,
                 timeout=_BUSY_TIMEOUT_S,
@@ -50,16 +80,28 @@ class Database:
         self._lock = threading.RLock()
         self._closed = False
         try:
-            if target != MEMORY_PATH:
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            with self.transaction() as cur:
-                for statement in schema.split(";"):
-                    if statement.strip():
-                        cur.execute(statement)
+            self._set_up(target, schema, kind)
         except BaseException:
             conn.close()
             raise
+
+    def _set_up(self, target: str, schema: str, kind: FileKind) -> None:
+        def create(conn: sqlite3.Connection) -> None:
+            for statement in schema.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+
+        def upgrade(conn: sqlite3.Connection, version: int) -> None:
+            create(conn)  # the tables are created "IF NOT EXISTS": adds what is missing
+
+        try:
+            claim(self._conn, kind, shown(target), create=create, upgrade=upgrade)
+            if target != MEMORY_PATH:
+                use_wal(self._conn, _BUSY_TIMEOUT_S)
+            self._conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise self.failure(exc) from exc
+        warn_if_shared(target, kind.name)
 
     @property
     def lock(self) -> threading.RLock:
@@ -76,6 +118,8 @@ class Database:
                     yield cur
             except sqlite3.Error as exc:
                 raise self.failure(exc) from exc
+            except UnicodeEncodeError as exc:
+                raise not_unicode("text") from exc
             finally:
                 cur.close()
 
@@ -88,6 +132,8 @@ class Database:
                 yield cur
             except sqlite3.Error as exc:
                 raise self.failure(exc) from exc
+            except UnicodeEncodeError as exc:
+                raise not_unicode("text") from exc
             finally:
                 cur.close()
 
@@ -99,8 +145,11 @@ class Database:
         except sqlite3.Error as exc:
             raise self.failure(exc) from exc
 
-    def failure(self, exc: sqlite3.Error) -> EngineError:
-        """The ``EngineError`` for a failed statement."""
+    def failure(self, exc: sqlite3.Error) -> Error:
+        """The error for a failed statement: ``UnavailableError`` when the file stayed
+        locked by another writer, else ``EngineError``."""
+        if is_busy(exc):
+            return UnavailableError(f"{self._what} stayed locked by another writer: {exc}")
         return EngineError(f"{self._what} failed: {exc}")
 
     def close(self) -> None:

@@ -244,3 +244,25 @@ def test_fingerprint_is_stable_across_copies() -> None:
 
 def test_lone_surrogates_hash_without_raising() -> None:
     assert is_item_id(StoreItem.document("\ud800").fingerprint())
+
+
+def test_long_texts_are_written_and_hashed_in_pieces_with_the_same_bytes() -> None:
+    from cortex_memory.contract.fingerprint import hash_json, hash_value
+    from cortex_memory.contract.jsonfmt import LONG_STR, dumps, write
+
+    # Escapes, non-ASCII, astral characters and lone surrogates across piece boundaries.
+    unit = 'a"b\\c\nd\u00e9\u4e2d\U0001f600\ud800\x01'
+    long_text = (unit * (3 * LONG_STR // len(unit) + 7))[: 3 * LONG_STR + 5]
+    values = [
+        long_text,
+        {"type": "document", "body": {"text": long_text}, "meta": {"tags": [long_text, "x"]}},
+        [long_text, 1, None, {"k": long_text[:10]}],
+    ]
+    for value in values:
+        pieces: list = []
+        write(value, pieces.append)
+        assert "".join(pieces) == dumps(value)
+        assert max(len(p) for p in pieces) <= 6 * LONG_STR + 64  # never the whole text
+        assert hash_value(value) == hash_json(dumps(value))
+    item = StoreItem.document(long_text)
+    assert item.fingerprint() == hash_json(dumps(item.identity_json()))

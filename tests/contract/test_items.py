@@ -266,3 +266,33 @@ def test_validate_many() -> None:
     assert caught.value.message == "document body must not be empty"
     with pytest.raises(TypeError):
         validate_many(["x"])  # type: ignore[list-item]
+
+
+def test_an_item_over_16_mib_of_text_is_refused() -> None:
+    from cortex_memory import MAX_ITEM_BYTES
+
+    assert MAX_ITEM_BYTES == 16 * 1024 * 1024
+    refused = "an item's text may hold at most 16777216 bytes of UTF-8 (16 MiB)"
+    fits = [
+        StoreItem.document("x" * MAX_ITEM_BYTES),
+        Document(TextBody("é" * (MAX_ITEM_BYTES // 2 - 2)), "ab" + "c" * 2),  # 2 bytes each
+        StoreItem.conversation([Turn(Role.USER, "y" * (MAX_ITEM_BYTES // 2))] * 2),
+        Learning("z" * (MAX_ITEM_BYTES - 8), LearningKind.FACT, 0.5, evidence="12345678"),
+    ]
+    for item in fits:
+        item.validate()
+    over = [
+        StoreItem.document("x" * (MAX_ITEM_BYTES + 1)),
+        Document(TextBody("x" * MAX_ITEM_BYTES), "t"),  # the title counts
+        Document(TextBody("é" * (MAX_ITEM_BYTES // 2) + "x")),  # UTF-8 bytes, not characters
+        StoreItem.document("😀" * (MAX_ITEM_BYTES // 4 + 1)),
+        StoreItem.conversation([Turn(Role.USER, "y" * (MAX_ITEM_BYTES // 2 + 1))] * 2),
+        Learning("z" * (MAX_ITEM_BYTES - 8), LearningKind.FACT, 0.5, evidence="123456789"),
+        StoreItem.document("\ud800" * (MAX_ITEM_BYTES // 3 + 1)),  # 3 bytes each, surrogatepass
+    ]
+    for item in over:
+        with pytest.raises(InvalidRequestError) as caught:
+            item.validate()
+        assert caught.value.message.startswith(refused), caught.value.message
+    with pytest.raises(InvalidRequestError, match="16 MiB"):
+        validate_many([StoreItem.document("fine"), over[0]])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from cortex_memory.contract import Document, Role, StoreItem, TextBody, Turn, WaitFor
@@ -43,3 +45,52 @@ def test_the_double_receives_the_requests_the_plan_built(direct) -> None:
         for _, request in plan_item(item).events
     ]
     assert sent == planned
+
+
+def test_a_long_document_goes_in_bulks_of_at_most_8_mib(direct) -> None:
+    from cortex_memory.contract import GetRequest
+    from cortex_memory.cortex.log.timing import MAX_BULK_BYTES
+
+    line = "A paragraph of the long report, with \"quotes\" and accents: café.\n"
+    text = line * (10 * 1024 * 1024 // len(line))
+    document = StoreItem.document(text)
+    engine = direct.engine()
+    engine.store(document, wait=WaitFor.ACCEPTED)
+    bulks = [body for body in direct.state.seen.writes if "items" in body]
+    assert len(bulks) == 2
+    sizes = [len(json.dumps(body, ensure_ascii=False).encode()) for body in bulks]
+    assert all(size <= MAX_BULK_BYTES for size in sizes), sizes
+    [hit] = engine.get(GetRequest((document.fingerprint(),)))
+    assert hit.text == text
+
+
+def test_a_long_document_that_utf8_cannot_carry_sends_nothing(direct) -> None:
+    text = "A long paragraph that fills several bulks.\n" * 250_000 + "broken \ud800"
+    engine = direct.engine()
+    with pytest.raises(EngineError) as caught:
+        engine.store(StoreItem.document(text), wait=WaitFor.ACCEPTED)
+    assert caught.value.message == "request to 127.0.0.1 could not be built"
+    assert isinstance(caught.value.__cause__, UnicodeEncodeError)
+    assert not [line for line in direct.state.requests() if line.startswith("POST")]
+
+
+def test_storing_a_long_document_again_reads_it_back_a_few_pieces_a_page(direct) -> None:
+    from cortex_memory.cortex.engine.store import LOOKUP_PAGE_BYTES
+
+    line = "Another paragraph of the long report, stored twice.\n"
+    document = StoreItem.document(line * (5 * 1024 * 1024 // len(line)))
+    engine = direct.engine()
+    first = engine.store(document, wait=WaitFor.ACCEPTED)
+    writes = len(direct.state.seen.writes)
+    before = len(direct.state.requests())
+    again = engine.store(document, wait=WaitFor.ACCEPTED)
+    assert not first.replayed
+    assert again.replayed
+    assert len(direct.state.seen.writes) == writes  # nothing written again
+    lookups = [line for line in direct.state.requests()[before:] if "v1/events?" in line]
+    plan = plan_item(document)
+    per_page = LOOKUP_PAGE_BYTES // max(len(request.text) for _, request in plan.events)
+    assert per_page < 200
+    # The double lists every event twice (readers must dedupe), hence 2 x the pieces.
+    assert len(lookups) == -(-2 * len(plan.events) // per_page) > 1, lookups
+    assert all(f"limit={per_page}&" in line for line in lookups), lookups

@@ -389,3 +389,25 @@ def test_character_cuts_below_the_smallest_room_still_advance() -> None:
     # parts directly): each such character becomes its own range.
     assert parts("\x01\x02a", 0, 3, 3) == [(0, 1), (1, 2), (2, 3)]
     assert parts("\x01\x02a", 0, 3, 3) == ref_parts("\x01\x02a", 0, 3, 3)
+
+
+def test_long_ranges_are_measured_in_windows_with_the_same_sizes() -> None:
+    import json
+
+    from cortex_memory.cortex.envelope import chunks
+
+    # Escapes, 2-4 byte characters and lone surrogates on both sides of window edges.
+    unit = 'ab"\\\n\x01é中😀\ud800 '
+    text = (unit * (3 * chunks._WINDOW // len(unit) + 3))[: 3 * chunks._WINDOW + 7]
+    whole = len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
+    assert escaped_len(text) == whole == ref_escaped_len(text)
+    for start, end in ((1, chunks._WINDOW + 1), (chunks._WINDOW - 3, 2 * chunks._WINDOW + 5)):
+        assert chunks._range_len(text, start, end) == ref_escaped_len(text[start:end])
+
+
+def test_a_long_text_of_many_lines_splits_as_the_literal_algorithm() -> None:
+    lines = "".join(f"line {i} \"quoted\" é\n" + ("\n" if i % 7 == 0 else "") for i in range(9000))
+    assert parts(lines, 0, len(lines), 4096) == ref_parts(lines, 0, len(lines), 4096)
+    assert [(u.start, u.end, u.page, u.section) for u in units(lines + "\f# Tail\nend")] == (
+        ref_units(lines + "\f# Tail\nend")
+    )

@@ -22,7 +22,7 @@ from cortex_memory.contract import (
     RecallRequest,
     StoreItem,
 )
-from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
+from cortex_memory.errors import ConfigError, EngineError, InvalidRequestError, UnavailableError
 from cortex_memory.local import LOCAL_ENGINE_ID, LocalEngine, local_descriptor
 from cortex_memory.local import engine as engine_module
 from cortex_memory.local.engine import _refresh_statistics
@@ -104,16 +104,18 @@ def test_health_is_down_when_the_file_cannot_be_used(
     health = as_folder.health()
     assert health.state is HealthState.DOWN
     assert health.reason
-    with pytest.raises(EngineError) as caught:
+    assert "is a folder" in health.reason
+    with pytest.raises(ConfigError, match="is a folder"):
         as_folder.store(StoreItem.document("x"))
-    assert isinstance(caught.value.__cause__, sqlite3.Error)
 
     with open(db_path, "wb") as garbage:
         garbage.write(b"this is not a database at all" * 200)
     corrupt = make_engine(db_path)
     assert corrupt.health().state is HealthState.DOWN
-    with pytest.raises(EngineError, match="local database failure"):
+    with pytest.raises(ConfigError, match="is not a SQLite database") as caught:
         corrupt.list(ListRequest(MetaFilter(), 5))
+    assert db_path in caught.value.message
+    assert isinstance(caught.value.__cause__, sqlite3.DatabaseError)
 
     under_a_file = make_engine(os.path.join(db_path, "inside.sqlite3"))
     assert under_a_file.health().state is HealthState.DOWN
@@ -239,8 +241,8 @@ def test_another_applications_database_is_left_alone(
     engine = make_engine()
     health = engine.health()
     assert health.state is HealthState.DOWN
-    assert "not a cortex_memory database" in (health.reason or "")
-    with pytest.raises(EngineError):
+    assert "another application's SQLite database" in (health.reason or "")
+    with pytest.raises(ConfigError, match="another application's SQLite database"):
         engine.store(StoreItem.document("x"))
     conn = sqlite3.connect(db_path)
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}

@@ -160,3 +160,37 @@ def test_store_type_errors(mem: LocalEngine) -> None:
         mem.store_many(["text"])  # type: ignore[list-item]
     with pytest.raises(TypeError):
         mem.store(StoreItem.document("x"), wait="visible")  # type: ignore[arg-type]
+
+
+def test_long_texts_are_written_whole_and_indexed(engine: LocalEngine) -> None:
+    from cortex_memory.contract import FetchMode, FetchRequest
+    from cortex_memory.local.store import LONG_TEXT
+
+    words = "alpha bravo charlie delta echo foxtrot golf hotel\n"
+    ascii_doc = StoreItem.document(words * (LONG_TEXT // len(words) + 2) + " zanzibar")
+    line = "café crème brûlée ünïcode 中文 😀\n"
+    accented = StoreItem.document(line * (LONG_TEXT // 20) + "quokka")
+    titled = Document(TextBody("résumé " * (LONG_TEXT // 5)), "Long and titled")
+    short = StoreItem.document("a short note")
+    batch = [short, ascii_doc, accented, titled, StoreItem.document("another short note")]
+    receipts = engine.store_many(batch)
+    assert [r.id for r in receipts] == [item.fingerprint() for item in batch]
+    listed = engine.list(ListRequest(MetaFilter(), 10)).items
+    assert [hit.id for hit in listed] == [item.fingerprint() for item in batch]  # no extra row
+    assert [hit.text for hit in listed] == [item.render_text() for item in batch]
+    for word, item in (("zanzibar", ascii_doc), ("quokka", accented)):
+        hits = engine.fetch(FetchRequest(word, FetchMode.KEYWORD, 5)).hits
+        assert [hit.id for hit in hits] == [item.fingerprint()]
+    assert all(r.replayed for r in engine.store_many(batch))
+
+
+def test_a_long_text_with_a_lone_surrogate_keeps_the_items_before_it(engine: LocalEngine) -> None:
+    from cortex_memory.local.store import LONG_TEXT
+
+    first = StoreItem.document("first")
+    broken = StoreItem.document("é" * LONG_TEXT + "\ud800")
+    with pytest.raises(InvalidRequestError, match="lone surrogate"):
+        engine.store_many([first, broken])
+    assert [hit.id for hit in engine.list(ListRequest(MetaFilter(), 10)).items] == [
+        first.fingerprint()
+    ]

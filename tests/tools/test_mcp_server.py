@@ -283,3 +283,161 @@ def test_serve_stdio_for_a_host_command_line(tmp_path: Path) -> None:
     reply = json.loads(out.getvalue())
     assert reply["result"]["structuredContent"] == {"observation_ref": {"local_id": 1},
                                                     "status": "created"}
+
+
+# -- JSON-RPC 2.0: every malformed message gets the error the spec calls for --------------
+
+_INVALID = {"code": -32600, "message": "Invalid Request"}
+
+
+def _line(server: McpServer, raw: str) -> Any:
+    out = server.handle_line(raw.encode())
+    return None if out is None else json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("raw", "answer"),
+    [
+        # The examples of the JSON-RPC 2.0 specification, §7, with this server's methods.
+        ('{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]',
+         {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}),
+        ('{"jsonrpc": "2.0", "method": 1, "params": "bar"}',
+         {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ('[{"jsonrpc": "2.0", "method": "ping", "id": "1"}, {"jsonrpc": "2.0", "method"]',
+         {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}),
+        ("[]", {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ("[1]", [{"jsonrpc": "2.0", "id": None, "error": _INVALID}]),
+        ("[1,2,3]", [{"jsonrpc": "2.0", "id": None, "error": _INVALID}] * 3),
+        ('{"jsonrpc": "2.0", "method": "foobar", "id": "1"}',
+         {"jsonrpc": "2.0", "id": "1", "error": {"code": -32601, "message": "Method not found"}}),
+        # And the rest of what a Request object must be.
+        ("{}", {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ('{"id": 4}', {"jsonrpc": "2.0", "id": 4, "error": _INVALID}),
+        ('{"jsonrpc": "2.0", "id": 4}', {"jsonrpc": "2.0", "id": 4, "error": _INVALID}),
+        ('{"jsonrpc": "1.0", "method": "ping"}', {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ('{"method": "ping", "id": 5}', {"jsonrpc": "2.0", "id": 5, "error": _INVALID}),
+        ('{"jsonrpc": 2.0, "method": "ping", "id": 5}',
+         {"jsonrpc": "2.0", "id": 5, "error": _INVALID}),
+        ('{"jsonrpc": "2.0", "method": "ping", "id": true}',
+         {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ('{"jsonrpc": "2.0", "method": "ping", "id": [1]}',
+         {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ('{"jsonrpc": "2.0", "method": "ping", "id": 6, "params": "bar"}',
+         {"jsonrpc": "2.0", "id": 6, "error": _INVALID}),
+        ('{"jsonrpc": "2.0", "method": "ping", "id": 6, "params": null}',
+         {"jsonrpc": "2.0", "id": 6, "error": _INVALID}),
+        ('"ping"', {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ("null", {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ("true", {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ("3.5", {"jsonrpc": "2.0", "id": None, "error": _INVALID}),
+        ("[[]]", [{"jsonrpc": "2.0", "id": None, "error": _INVALID}]),
+        ('[{}, {"jsonrpc": "2.0", "method": "ping"}]',
+         [{"jsonrpc": "2.0", "id": None, "error": _INVALID}]),
+        # Params a method cannot take.
+        ('{"jsonrpc": "2.0", "method": "ping", "id": 7, "params": [1]}',
+         {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": "Invalid params"}}),
+        ('{"jsonrpc": "2.0", "method": "tools/call", "id": 8, "params": {}}',
+         {"jsonrpc": "2.0", "id": 8, "error": {
+             "code": -32602, "message": "Invalid params: `name` must be a string"}}),
+        ('{"jsonrpc": "2.0", "method": "tools/call", "id": 9, '
+         '"params": {"name": "cortex_save", "arguments": [1]}}',
+         {"jsonrpc": "2.0", "id": 9, "error": {
+             "code": -32602, "message": "Invalid params: `arguments` must be an object"}}),
+        # Ids JSON-RPC allows are echoed: strings, numbers, null.
+        ('{"jsonrpc": "2.0", "method": "ping", "id": 1.5}',
+         {"jsonrpc": "2.0", "id": 1.5, "result": {}}),
+        ('{"jsonrpc": "2.0", "method": "ping", "id": null}',
+         {"jsonrpc": "2.0", "id": None, "result": {}}),
+    ],
+)
+def test_every_malformed_message_gets_the_jsonrpc_error(
+    server: McpServer, raw: str, answer: Any
+) -> None:
+    assert _line(server, raw) == answer
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # Notifications are never answered, whatever they name or carry.
+        '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+        '{"jsonrpc": "2.0", "method": "no/such/method", "params": {"x": 1}}',
+        '{"jsonrpc": "2.0", "method": "ping", "params": [1, 2]}',
+        '[{"jsonrpc": "2.0", "method": "a"}, {"jsonrpc": "2.0", "method": "b"}]',
+        # Responses to requests this server never sends.
+        '{"jsonrpc": "2.0", "id": 3, "result": {}}',
+        '{"jsonrpc": "2.0", "id": 3, "error": {"code": 1, "message": "m"}}',
+    ],
+)
+def test_notifications_and_responses_get_no_answer(server: McpServer, raw: str) -> None:
+    assert server.handle_line(raw.encode()) is None
+
+
+def test_a_mixed_batch_answers_in_order(server: McpServer) -> None:
+    raw = json.dumps([
+        _request("ping", id="1"),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"foo": "boo"},
+        _request("foo.get", {"name": "myself"}, id="5"),
+        _request("ping", id="9"),
+    ])  # fmt: skip
+    assert _line(server, raw) == [
+        {"jsonrpc": "2.0", "id": "1", "result": {}},
+        {"jsonrpc": "2.0", "id": None, "error": _INVALID},
+        {"jsonrpc": "2.0", "id": "5", "error": {"code": -32601, "message": "Method not found"}},
+        {"jsonrpc": "2.0", "id": "9", "result": {}},
+    ]
+    assert server.initialized
+
+
+# -- the program's own files ----------------------------------------------------------------
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ, CORTEX_MEMORY_HOME=str(tmp_path / "home"))
+    ping = json.dumps(_request("ping", id=1)).encode() + b"\n"
+    return subprocess.run(
+        [sys.executable, "-m", "cortex_memory.tools.mcp", "--path",
+         str(tmp_path / "memory.sqlite3"), *args],
+        input=ping, capture_output=True, env=env, timeout=60,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p.write_bytes(b"plain text, not a database"), "is not a SQLite database"),
+        (lambda p: p.mkdir(), "is a folder"),
+    ],
+)
+def test_an_unusable_ledger_exits_with_a_message_not_a_traceback(
+    tmp_path: Path, make: Callable[[Path], None], said: str
+) -> None:
+    ledger = tmp_path / "ledger.sqlite3"
+    make(ledger)
+    proc = _run(tmp_path, "--ledger", str(ledger))
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    err = proc.stderr.decode()
+    assert err.startswith("cortex-memory mcp: configuration error:"), err
+    assert said in err
+    assert str(ledger) in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("bad", ["led\0ger.sqlite3", "tea \ud800.sqlite3"])
+@pytest.mark.parametrize("flag", ["--ledger", "--path"])
+def test_a_path_that_cannot_be_encoded_exits_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, bad: str
+) -> None:
+    # A real command line cannot carry these (the OS refuses NUL; argv decodes with
+    # surrogateescape), but a host calling main() can.
+    from cortex_memory.tools.mcp.cli import main
+
+    args = ["--path", str(tmp_path / "memory.sqlite3"), "--ledger", str(tmp_path / "l.sqlite3")]
+    args[args.index(flag) + 1] = str(tmp_path / bad)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "configuration error" in err
+    assert "holds a NUL character" in err or "cannot be encoded" in err
+    assert os.listdir(tmp_path) == []  # nothing was created

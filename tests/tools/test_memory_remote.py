@@ -28,6 +28,7 @@ from cortex_memory.tools.memory import (
     RemoteMemoryStore,
     Sidecar,
 )
+from cortex_memory.tools.memory.errors import CONTENT_NOT_UNICODE
 from cortex_memory.tools.memory.keys import derive_key_id, memory_tags, read_tags
 
 from .conftest import MsClock
@@ -236,3 +237,13 @@ def test_foreign_learnings_are_ignored(engine: MemoryEngine, clock: MsClock) -> 
     assert store.scan("Quinn tagged memory", 5).abstained is True
     engine.forget(ForgetTarget.filter(MetaFilter(reach=Reach.exact(ns))))
     store.close()
+
+
+def test_content_with_a_lone_surrogate_is_refused_before_the_engine(
+    engine: MemoryEngine, clock: MsClock
+) -> None:
+    store = RemoteMemoryStore(engine, ALICE, clock=clock)
+    with pytest.raises(MemoryRequestError) as caught:
+        store.put("tea \ud800")
+    assert caught.value.message == CONTENT_NOT_UNICODE
+    assert _items(engine) == []

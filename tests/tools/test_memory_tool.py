@@ -312,3 +312,20 @@ def test_content_never_reaches_the_logs(tool: MemoryTool, caplog: pytest.LogCapt
     tool.execute(json.dumps({"operation": "read", "keys": [out["memory"]["key"]]}), ROOT)
     assert canary not in caplog.text
     assert canary not in repr(tool.store.list()[0])
+
+
+@pytest.mark.parametrize("text", ["tea \ud800", "\udfff", "a \udc80 b"])
+def test_text_with_a_lone_surrogate_is_refused_as_a_typed_error(
+    tool: MemoryTool, store: LocalMemoryStore, text: str
+) -> None:
+    # JSON's "\ud800" escape decodes to a lone surrogate, which UTF-8 cannot carry.
+    tool.execute(_scan(), ROOT)
+    for call in (_put(text), {"operation": "put", "content": text}):
+        err = _refusal(tool, call)  # type: ignore[arg-type]
+        assert isinstance(err, InvalidRequestError)
+        assert err.message == "memory content must be valid Unicode (it holds a lone surrogate)"
+    err = _refusal(tool, _scan(text))
+    assert err.message == "memory scan query must be valid Unicode (it holds a lone surrogate)"
+    with pytest.raises(MemoryRequestError, match="valid Unicode"):
+        store.put(text)  # the store refuses it too, called without the tool
+    assert store.list() == []

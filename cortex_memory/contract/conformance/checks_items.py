@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Sequence
 from cortex_memory.contract.conformance.fixtures import round_trip_items
 from cortex_memory.contract.conformance.harness import Session
 from cortex_memory.contract.conformance.report import difference, id_list, text
-from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt
+from cortex_memory.contract.items import Document, ItemId, StoreItem, StoreReceipt, TextBody
+from cortex_memory.contract.limits import MAX_ITEM_BYTES
 from cortex_memory.contract.requests import WaitFor
 from cortex_memory.contract.responses import Hit
 from cortex_memory.errors import InvalidRequestError
@@ -166,7 +167,8 @@ def _expect_receipts(
 
 
 def check_store_many(s: Session) -> None:
-    """7. A batch stores in order, lists on return, replays whole, and refuses empty."""
+    """7. A batch stores in order, lists on return, replays whole, and refuses empty;
+    an item over the size limit is refused and nothing of it is stored."""
     items: List[StoreItem] = [s.run.document(f"bulk-{i}") for i in range(3)]
     _expect_receipts(s, "store_many", s.store_many(items), items, False)
     listed = set(s.list_ids(s.run.filter()))
@@ -174,6 +176,19 @@ def check_store_many(s: Session) -> None:
     s.expect(not missing, f"items of a store_many batch do not list on return: {id_list(missing)}")
     _expect_receipts(s, "store_many sent again", s.store_many(items), items, True)
     s.refused("store_many([])", (InvalidRequestError,), s.engine.store_many, [])
+    # One byte over: the title's marker and the body's padding make MAX_ITEM_BYTES + 1.
+    before = set(s.list_ids(s.run.filter()))
+    marker = s.run.document("oversized")
+    title = marker.render_text()
+    oversized = Document(
+        TextBody("x" * (MAX_ITEM_BYTES + 1 - len(title.encode("utf-8")))), title, meta=marker.meta
+    )
+    s.refused("store(an item 1 byte over 16 MiB)", (InvalidRequestError,), s.engine.store,
+              oversized)  # fmt: skip
+    s.expect(
+        set(s.list_ids(s.run.filter())) == before,
+        "an item refused for its size was stored anyway",
+    )
 
 
 def check_store_with(s: Session) -> None:

@@ -9,7 +9,7 @@ piece is left out, never returned short).
 
 from __future__ import annotations
 
-from typing import Collection, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Collection, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from cortex_memory.contract.items import ItemId, ItemKind, StoreItem
 from cortex_memory.contract.namespace import Namespace
@@ -23,7 +23,7 @@ from cortex_memory.cortex.envelope.rebuild import rebuild_whole
 from cortex_memory.cortex.log.read import event_id
 from cortex_memory.cortex.timing import Deadline
 
-__all__ = ["assembled", "decoded", "item_event_ids", "item_events"]
+__all__ = ["assembled", "decoded", "item_event_ids", "item_events", "item_parts"]
 
 
 def decoded(events: Iterable[object]) -> List[Envelope]:
@@ -71,6 +71,33 @@ def item_event_ids(
         if env is not None and env.kind is scope.kind and env.id in wanted:
             grouped.setdefault(env.id, []).append((event_id(event), env))
     return grouped
+
+
+def item_parts(
+    ctx: EngineContext,
+    scope: KindScope,
+    ids: Collection[ItemId],
+    deadline: Deadline,
+    *,
+    page_limit: int,
+) -> Dict[ItemId, Set[Optional[int]]]:
+    """The parts (turn or piece indexes, None for a whole item) of ``ids`` held in
+    ``scope``: what a store's replay check needs.
+
+    Read ``page_limit`` events a page and keeping only the part numbers, so
+    checking a long document that is already stored holds one page of it.
+    """
+    wanted = set(ids)
+    held: Dict[ItemId, Set[Optional[int]]] = {}
+    if not wanted:
+        return held
+    labels = sorted({item_label(item_id) for item_id in wanted})
+    for events in ctx.log.label_pages(scope.path, labels, deadline, limit=page_limit):
+        for event in events:
+            env = decode_event(event)
+            if env is not None and env.kind is scope.kind and env.id in wanted:
+                held.setdefault(env.id, set()).add(env.part())
+    return held
 
 
 def assembled(

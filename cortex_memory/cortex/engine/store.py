@@ -45,12 +45,13 @@ from cortex_memory.contract.replacing import ReplaceBatch
 from cortex_memory.contract.requests import WaitFor
 from cortex_memory.cortex.engine.context import EngineContext
 from cortex_memory.cortex.engine.fanout import ASSEMBLY_WORKERS, fan_out
-from cortex_memory.cortex.engine.items import item_events
+from cortex_memory.cortex.engine.items import item_parts
 from cortex_memory.cortex.engine.replace import replace_versions
 from cortex_memory.cortex.engine.scopes import KindScope, kind_scope
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import encode_checked
 from cortex_memory.cortex.envelope.request import ExperienceRequest, experience_request
+from cortex_memory.cortex.log.timing import PAGE_LIMIT
 from cortex_memory.cortex.log.visibility import await_listed, await_settled
 from cortex_memory.cortex.log.write import Written, write, write_events, written
 from cortex_memory.cortex.timing import Deadline
@@ -60,6 +61,10 @@ __all__ = ["Plan", "plan_item", "store_many"]
 logger = logging.getLogger(__name__)
 
 Part = Optional[int]
+
+#: Bytes of event text a replay check reads per listing page, at most: a long
+#: document already stored is read back a few pieces at a time, never whole.
+LOOKUP_PAGE_BYTES = 4 * 1024 * 1024
 
 
 class Plan(NamedTuple):
@@ -86,19 +91,31 @@ def _hot_path(ctx: EngineContext, items: Sequence[StoreItem], wait: WaitFor) -> 
     return isinstance(item, Conversation) and len(item.turns) == 1
 
 
+def _page_limit(plans: Sequence[Plan]) -> int:
+    """Events per replay-check page: 200, or fewer when the events are long."""
+    largest = max(
+        (len(r.text) if r.text.isascii() else 4 * len(r.text))  # a bound on UTF-8 bytes
+        for plan in plans
+        for _, r in plan.events
+    )
+    return max(1, min(PAGE_LIMIT, LOOKUP_PAGE_BYTES // max(1, largest)))
+
+
 def _held_parts(
     ctx: EngineContext, plans: Sequence[Plan], deadline: Deadline
 ) -> Dict[ItemId, Set[Part]]:
     by_scope: Dict[KindScope, List[ItemId]] = {}
+    in_scope: Dict[KindScope, List[Plan]] = {}
     for plan in plans:
         ids = by_scope.setdefault(plan.scope, [])
         if plan.id not in ids:
             ids.append(plan.id)
+        in_scope.setdefault(plan.scope, []).append(plan)
     scopes = sorted(by_scope)
 
     def lookup(scope: KindScope) -> Dict[ItemId, Set[Part]]:
-        found = item_events(ctx, scope, by_scope[scope], deadline)
-        return {item_id: {env.part() for env in envs} for item_id, envs in found.items()}
+        limit = _page_limit(in_scope[scope])
+        return item_parts(ctx, scope, by_scope[scope], deadline, page_limit=limit)
 
     held: Dict[ItemId, Set[Part]] = {}
     for found in fan_out(lookup, scopes, ASSEMBLY_WORKERS):

@@ -10,10 +10,11 @@ characters as the byte offsets of the Rust implementation this matches.
 
 from __future__ import annotations
 
-import json
+import json.encoder
 import re
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple
+from itertools import chain
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from cortex_memory.contract.text import is_blank, trim
 
@@ -44,6 +45,11 @@ MIN_ROOM = 6
 _HEADING = re.compile(r" {0,3}#{1,6} ([^\n]*)")
 _BREAKS = re.compile(r"[\n\f]")
 _ESCAPED_SHORT = frozenset('"\\\n\r\t\b\f')
+# json.dumps(s, ensure_ascii=False) for a str is exactly this C encoder (quotes included).
+_ESCAPE: Callable[[str], str] = json.encoder.encode_basestring
+# Characters escaped at once when measuring a long range: the size of a 16 MiB
+# text is taken without a whole escaped (and encoded) copy of it.
+_WINDOW = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,19 @@ def escaped_len(text: str) -> int:
     other character below U+0020, otherwise the UTF-8 length. Additive over slices.
     """
     # The C encoder escapes exactly this set (and nothing else with ensure_ascii=False).
-    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
+    return _range_len(text, 0, len(text))
+
+
+def _range_len(text: str, start: int, end: int) -> int:
+    """:func:`escaped_len` of ``text[start:end]``, measured a window at a time."""
+    size = 0
+    for at in range(start, end, _WINDOW):
+        escaped = _ESCAPE(text[at : min(at + _WINDOW, end)])
+        if escaped.isascii():
+            size += len(escaped) - 2
+        else:
+            size += len(escaped.encode("utf-8", "surrogatepass")) - 2
+    return size
 
 
 def _char_len(char: str) -> int:
@@ -142,10 +160,10 @@ def units(text: str) -> Iterator[Unit]:
                 filled = True
         return filled
 
-    # Only line starts (headings) and form feeds can act; visit just those positions.
+    # Only line starts (headings) and form feeds can act; visit just those positions,
+    # and the end of the text as if a line break followed it (without copying it).
     line_start = 0
-    for match in _BREAKS.finditer(text + "\n"):
-        at = match.start()
+    for at in chain((match.start() for match in _BREAKS.finditer(text)), (length,)):
         if line_start < at and text[line_start] in " #":
             title = _heading_at(text, line_start)
             if title is not None:
@@ -190,36 +208,49 @@ def parts(text: str, start: int, end: int, cap: int) -> List[Tuple[int, int]]:
 
 
 def _parts(text: str, start: int, end: int, cap: int) -> List[Tuple[int, int, int]]:
-    size = escaped_len(text[start:end])
+    size = _range_len(text, start, end)
     if size <= cap:
         return [(start, end, size)]
     for sep in ("\n\n", "\n"):
-        cuts = _cuts(text, start, end, sep)
-        if cuts:
-            bounds = [start, *cuts, end]
+        bounds = _bounds(text, start, end, sep)
+        if bounds is not None:
             out: List[Tuple[int, int, int]] = []
-            for s, e in zip(bounds, bounds[1:]):
+            s = start
+            for e in bounds:
                 for sub in _parts(text, s, e, cap):
                     if out and out[-1][2] + sub[2] <= cap:
                         last = out[-1]
                         out[-1] = (last[0], sub[1], last[2] + sub[2])
                     else:
                         out.append(sub)
+                s = e
             return out
     return _cut_chars(text, start, end, cap)
 
 
-def _cuts(text: str, start: int, end: int, sep: str) -> List[int]:
-    """Positions just after each (non-overlapping) ``sep`` in the range, before ``end``."""
-    cuts: List[int] = []
+def _bounds(text: str, start: int, end: int, sep: str) -> Optional[Iterator[int]]:
+    """The ends of the ranges cut just after each (non-overlapping) ``sep`` in the range,
+    then ``end``; None when no cut falls before ``end``. Found as they are used, so
+    a range of a million lines holds no list of them."""
+    first = _next_cut(text, start, end, sep)
+    if first is None:
+        return None
+    return _bounds_from(text, first, end, sep)
+
+
+def _bounds_from(text: str, cut: int, end: int, sep: str) -> Iterator[int]:
+    at: Optional[int] = cut
+    while at is not None:
+        yield at
+        at = _next_cut(text, at, end, sep)
+    yield end
+
+
+def _next_cut(text: str, start: int, end: int, sep: str) -> Optional[int]:
     at = text.find(sep, start, end)
-    while at != -1:
-        cut = at + len(sep)
-        if cut >= end:
-            break
-        cuts.append(cut)
-        at = text.find(sep, cut, end)
-    return cuts
+    if at == -1 or at + len(sep) >= end:
+        return None
+    return at + len(sep)
 
 
 def _cut_chars(text: str, start: int, end: int, cap: int) -> List[Tuple[int, int, int]]:
@@ -231,13 +262,13 @@ def _cut_chars(text: str, start: int, end: int, cap: int) -> List[Tuple[int, int
         # `cap` characters; find the longest fitting prefix by bisection over sizes
         # the C encoder computes, instead of a Python loop per character.
         hi = min(end, at + cap)
-        size = escaped_len(text[at:hi])
+        size = _range_len(text, at, hi)
         if size > cap:
             lo = at  # text[at:lo] fits; text[at:hi] does not
             lo_size = 0
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                mid_size = escaped_len(text[at:mid])
+                mid_size = _range_len(text, at, mid)
                 if mid_size <= cap:
                     lo, lo_size = mid, mid_size
                 else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -36,7 +37,15 @@ BODY_KEY_HEX = 56
 _KEY_MEMBER = "idempotency_key"
 _KEY_MEMBER_JSON = '"idempotency_key"'
 _MODALITY_MEMBER = ',"modality":'
-_WRITTEN = "_written_body"
+# experience_request keeps the body's JSON around the text (not fields: equality,
+# repr and replace() ignore them; a copy made by replace() writes its own).
+_HALVES = "_body_halves"
+_UNSENDABLE = "_unsendable"
+# The text member of the body's JSON, written with an empty text: ``content`` sorts
+# first and ``text`` last in it, and a ``"`` inside a JSON string is escaped, so
+# the first occurrence is the member.
+_EMPTY_TEXT = '"text":""'
+_escape = json.encoder.encode_basestring
 
 
 # json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds
@@ -113,12 +122,18 @@ class ExperienceRequest:
         ``UnicodeEncodeError`` (the writer reports it as the transport reports a
         body it cannot encode).
         """
-        # experience_request keeps the text it wrote (not a field: equality, repr
-        # and replace() ignore it; a copy made by replace() writes its own).
-        text: Optional[str] = self.__dict__.get(_WRITTEN)
-        if text is None:
-            text = compact_sorted(self.to_json())
-        return text.encode("utf-8")
+        # The JSON before and after the text is kept from experience_request; the
+        # text is escaped only now, so a planned write holds the text once.
+        halves: Optional[Tuple[str, str]] = self.__dict__.get(_HALVES)
+        if halves is None:
+            return compact_sorted(self.to_json()).encode("utf-8")
+        return f"{halves[0]}{_escape(self.text)}{halves[1]}".encode()
+
+    @property
+    def sendable(self) -> bool:
+        """False when the text holds a lone surrogate, which UTF-8 cannot carry
+        (known for requests made by :func:`experience_request`)."""
+        return _UNSENDABLE not in self.__dict__
 
     def _unkeyed(self) -> Dict[str, Any]:
         return _unkeyed_body(
@@ -173,15 +188,27 @@ def experience_request(env: Envelope, encoded: Optional[Encoded] = None) -> Expe
     scope = scope_path(env.meta.namespace, env.kind)
     observed_at = None if at is None else format_timestamp_offset(at)
     extract = env.meta.derive is not False and role is not Role.TOOL
-    # The key is computed over everything else the body holds.
+    # The key is computed over everything else the body holds: the JSON written
+    # with an empty text, the escaped text hashed in its place.
     text, labels = encoded
-    unkeyed = compact_sorted(
-        _unkeyed_body(scope, modality, role.value, text, labels, observed_at, extract)
+    empty = compact_sorted(
+        _unkeyed_body(scope, modality, role.value, "", labels, observed_at, extract)
     )
-    key = _key_of_json(unkeyed)
+    cut = empty.index(_EMPTY_TEXT) + len(_EMPTY_TEXT) - 2
+    before, after = empty[:cut], empty[cut + 2 :]
+    digest = hashlib.sha256()
+    sendable = True
+    for part in (before, _escape(text), after):
+        try:
+            digest.update(part.encode("utf-8"))
+        except UnicodeEncodeError:  # hashed as the key always was; never sent
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            sendable = False
+    key = BODY_KEY_PREFIX + digest.hexdigest()[:BODY_KEY_HEX]
     request = ExperienceRequest(
         scope, modality, role.value, text, labels, observed_at, extract, key
     )
-    # The body's JSON follows from the text just hashed (see body()).
-    request.__dict__[_WRITTEN] = _with_key(unkeyed, key)
+    request.__dict__[_HALVES] = (before, _with_key(after, key))
+    if not sendable:
+        request.__dict__[_UNSENDABLE] = True
     return request

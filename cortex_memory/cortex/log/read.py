@@ -13,7 +13,7 @@ envelope layer decodes them.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set
 
 from cortex_memory.cortex.log.notes import log_pack_notes
 from cortex_memory.cortex.log.timing import LABELS_PER_LISTING, PAGE_LIMIT, SCOPES_LIMIT, WALK_PAGES
@@ -130,14 +130,28 @@ class Log:
         Events without an id are kept. More than 500 pages is ``EngineError``: an
         answer from a truncated log would be wrong without saying so.
         """
-        seen: Set[str] = set()
         out: List[Any] = []
+        for events in self._pages(scope, labels, deadline, PAGE_LIMIT, set()):
+            out.extend(events)
+        return out
+
+    def _pages(
+        self,
+        scope: str,
+        labels: Optional[Sequence[str]],
+        deadline: Deadline,
+        limit: int,
+        seen: Set[str],
+    ) -> Iterator[List[Any]]:
+        """Each page's events not ``seen`` before (ids added to ``seen``), as read."""
         cursor: Optional[str] = None
         for _ in range(WALK_PAGES):
-            page = self.page(scope, labels, cursor, PAGE_LIMIT, deadline)
-            _dedupe_into(page.items, seen, out)
+            page = self.page(scope, labels, cursor, limit, deadline)
+            fresh: List[Any] = []
+            _dedupe_into(page.items, seen, fresh)
+            yield fresh
             if page.next_cursor is None:
-                return out
+                return
             cursor = page.next_cursor
         raise EngineError(
             f"reading scope {scope!r} exceeded {WALK_PAGES} pages; "
@@ -151,12 +165,20 @@ class Log:
 
         No labels reads nothing (an unlabelled walk would read the whole scope).
         """
-        seen: Set[str] = set()
         out: List[Any] = []
+        for events in self.label_pages(scope, labels, deadline):
+            out.extend(events)
+        return out
+
+    def label_pages(
+        self, scope: str, labels: Sequence[str], deadline: Deadline, *, limit: int = PAGE_LIMIT
+    ) -> Iterator[List[Any]]:
+        """:meth:`walk_labels` a page at a time (``limit`` events a page), so a caller
+        that keeps little of each event holds one page, not the whole walk."""
+        seen: Set[str] = set()
         for start in range(0, len(labels), LABELS_PER_LISTING):
             chunk = labels[start : start + LABELS_PER_LISTING]
-            _dedupe_into(self.walk(scope, chunk, deadline), seen, out)
-        return out
+            yield from self._pages(scope, chunk, deadline, limit, seen)
 
     # -- scopes ------------------------------------------------------------------------
 

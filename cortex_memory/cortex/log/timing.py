@@ -14,6 +14,7 @@ __all__ = [
     "FORGET_BATCH",
     "LABELS_PER_LISTING",
     "LISTED_LIMIT",
+    "MAX_BULK_BYTES",
     "MAX_BULK_EVENTS",
     "MAX_PACK_TOKENS",
     "PAGE_LIMIT",
@@ -40,6 +41,11 @@ SCOPES_LIMIT = 1000
 
 MAX_BULK_EVENTS = 1000
 """Events per Direct bulk request (CortexDB refuses a larger bulk with 422)."""
+
+MAX_BULK_BYTES = 8 * 1024 * 1024
+"""Body bytes a Direct bulk request grows to before the next event starts another one
+(a long document's 256 KiB pieces go 32 at a time): a store holds one bulk body at a
+time, not all of a 16 MiB document again."""
 
 WRITE_ATTEMPTS = 3
 """Attempts of one hosted write under its claim."""

@@ -1,10 +1,12 @@
 """Writing events, and recovering a hosted write whose outcome is unknown (engine.md §8.3).
 
 Direct: one event is one ``POST v1/experience``; several go as
-``POST v1/experience/bulk`` batches of at most 1000 (``ordering:
-"strict_temporal"``). :func:`write_events` takes the events of any number of
-items and scopes (``store_many`` sends a whole batch's events together) and
-answers one receipt per event; :func:`write` is the one-item form.
+``POST v1/experience/bulk`` batches of at most 1000 events and 8 MiB of body
+(``ordering: "strict_temporal"``), each batch's body built as it is sent, so a
+long document's store holds one bulk body at a time. :func:`write_events` takes
+the events of any number of items and scopes (``store_many`` sends a whole
+batch's events together) and answers one receipt per event; :func:`write` is the
+one-item form.
 ``?wait=indexed`` asks the server to answer once the events are readable
 (``WaitFor.VISIBLE``). Writes are sent once: a timeout leaves it unknown whether
 they applied, and the body idempotency key makes a host's retry a replay.
@@ -21,12 +23,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, List, NamedTuple, Optional, Sequence
+from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from cortex_memory.contract.requests import WaitFor
 from cortex_memory.cortex.envelope.request import ExperienceRequest
 from cortex_memory.cortex.log.read import Log
-from cortex_memory.cortex.log.timing import MAX_BULK_EVENTS, PAGE_LIMIT, WRITE_ATTEMPTS, next_poll
+from cortex_memory.cortex.log.timing import (
+    MAX_BULK_BYTES,
+    MAX_BULK_EVENTS,
+    PAGE_LIMIT,
+    WRITE_ATTEMPTS,
+    next_poll,
+)
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.cortex.transport.client import HttpClient, backoff
 from cortex_memory.cortex.transport.failure import build_failure
@@ -78,17 +86,54 @@ def bulk_body(requests: Sequence[ExperienceRequest]) -> bytes:
 
     ``UnicodeEncodeError`` as :meth:`ExperienceRequest.body`.
     """
-    return b"".join((_BULK_HEAD, b",".join([request.body() for request in requests]), _BULK_TAIL))
+    return _bulk_of([request.body() for request in requests])
 
 
-def _payload(client: HttpClient, requests: Sequence[ExperienceRequest], *, bulk: bool) -> bytes:
-    """The body of a bulk of ``requests``, or of the one request when not ``bulk``.
+def _bulks(
+    client: HttpClient, requests: Sequence[ExperienceRequest]
+) -> Iterator[Tuple[Sequence[ExperienceRequest], bytes]]:
+    """``requests`` in bulk batches, each with its body: at most
+    :data:`MAX_BULK_EVENTS` events, and no more than :data:`MAX_BULK_BYTES` of body
+    unless one event alone is larger. A batch's body is built when it is sent.
 
     A text UTF-8 cannot carry (a lone surrogate) fails as the transport fails a
-    body it cannot encode: nothing is sent.
+    body it cannot encode, and before anything is sent.
     """
+    for request in requests:
+        if not request.sendable:
+            _encoded(client, request)  # raises the build failure
+    batch: List[ExperienceRequest] = []
+    bodies: List[bytes] = []
+    size = len(_BULK_HEAD) + len(_BULK_TAIL)
+    for request in requests:
+        body = _encoded(client, request)
+        if batch and (
+            len(batch) >= MAX_BULK_EVENTS or size + len(body) + 1 > MAX_BULK_BYTES
+        ):
+            yield batch, _bulk_of(bodies)
+            batch, bodies, size = [], [], len(_BULK_HEAD) + len(_BULK_TAIL)
+        batch.append(request)
+        bodies.append(body)
+        size += len(body) + 1
+    if batch:
+        yield batch, _bulk_of(bodies)
+
+
+def _bulk_of(bodies: List[bytes]) -> bytes:
+    # One join (not a join inside a join): the parts and the body, never a third copy.
+    parts = [_BULK_HEAD]
+    for body in bodies:
+        parts += (body, b",")
+    parts[-1] = _BULK_TAIL
+    bodies.clear()
+    data = b"".join(parts)
+    parts.clear()  # the parts go before the request is sent
+    return data
+
+
+def _encoded(client: HttpClient, request: ExperienceRequest) -> bytes:
     try:
-        return bulk_body(requests) if bulk else requests[0].body()
+        return request.body()
     except UnicodeEncodeError as exc:
         raise build_failure(client.host) from exc
 
@@ -137,8 +182,9 @@ def write_events(
     """Write ``requests`` in order (any items, any scopes); one receipt per event, in order.
 
     Direct: one event is one ``POST v1/experience``; several go as bulk batches of
-    at most 1000. Hosted: one request per event. On an error the events written
-    before it stay written and the error is raised.
+    at most 1000 events and 8 MiB of body (one larger event goes alone). Hosted:
+    one request per event. On an error the events written before it stay written
+    and the error is raised.
     """
     if not requests:
         raise EngineError("a write needs at least one event")
@@ -158,16 +204,15 @@ def _write_direct(
     client = log.client
     if len(requests) == 1:
         route = log.route(Route.EXPERIENCE)
-        body = _payload(client, requests, bulk=False)
+        body = _encoded(client, requests[0])
         data = client.once("POST", route + query, body, deadline=deadline).data
         return [_receipt(data, f"memory API {route} on {client.host}")]
     route = log.route(Route.BULK)
     where = f"memory API {route} on {client.host}"
     receipts: List[Receipt] = []
-    for start in range(0, len(requests), MAX_BULK_EVENTS):
-        batch = requests[start : start + MAX_BULK_EVENTS]
-        body = _payload(client, batch, bulk=True)
+    for batch, body in _bulks(client, requests):
         data = client.once("POST", route + query, body, deadline=deadline).data
+        del body  # sent: a long document's store holds one bulk body at a time
         results: Any = data.get("results") if isinstance(data, dict) else None
         if not isinstance(results, list):
             raise EngineError(f"{where} omitted bulk results")

@@ -27,6 +27,7 @@ from typing import Optional
 
 from cortex_memory.contract.text import is_blank
 from cortex_memory.errors import EngineError
+from cortex_memory.local.files import FileKind
 from cortex_memory.tools._sqlite import MEMORY_PATH, Database, StrPath
 from cortex_memory.tools.mcp.contract import WriteValidationError
 
@@ -78,6 +79,16 @@ CREATE TABLE IF NOT EXISTS relations (
 )
 """
 
+
+#: The ledger's kind of file (files from before application ids: these tables only).
+LEDGER_FILE = FileKind(
+    "write ledger",
+    1,
+    frozenset({"sessions", "observations"}),
+    frozenset(
+        {"sessions", "observations", "topics", "handoffs", "relations", "sqlite_sequence"}
+    ),
+)
 
 _SELECT_OBSERVATION = {
     "local_id": "SELECT local_id, item_id, public_id, retired FROM observations "
@@ -137,7 +148,7 @@ class Ledger:
     """The write ledger over one SQLite file; safe to share between threads."""
 
     def __init__(self, path: StrPath = MEMORY_PATH) -> None:
-        self._db = Database(path, _SCHEMA, what="write ledger")
+        self._db = Database(path, _SCHEMA, kind=LEDGER_FILE)
 
     # -- sessions ------------------------------------------------------------------------
 

@@ -4,8 +4,16 @@ One JSON message per line on stdin, one per line on stdout. The server
 answers ``initialize`` (echoing the client's ``protocolVersion`` when it is one
 of :data:`PROTOCOL_VERSIONS`, else offering the newest), ``ping``,
 ``tools/list`` and ``tools/call``, and accepts ``notifications/initialized``.
-An unknown method gets ``-32601``; a line that is not JSON gets ``-32700``
-and the server keeps reading. Nothing but protocol is written to stdout:
+Every malformed message gets the error JSON-RPC 2.0 calls for and the server
+keeps reading: a line that is not JSON ``-32700``; a message that is not a
+valid Request object (``{}``, a number, a wrong ``jsonrpc``, a missing or
+non-string method, an id that is not a string, number or null, params that
+are neither an object nor an array, an empty batch) ``-32600`` with a null id
+unless its id could be read; an unknown method ``-32601``; params a method
+cannot take (an array, a ``tools/call`` without a tool name or with non-object
+arguments, an unknown tool) ``-32602``. A batch is answered with an array of
+the answers owed (none for a batch of notifications). Notifications are never
+answered. Nothing but protocol is written to stdout:
 diagnostics go to the ``logging`` tree (stderr when run as a program), and
 never carry a payload.
 
@@ -110,8 +118,13 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"{token} is not JSON")
 
 
+#: A member left out (``params`` may be omitted; ``null`` is not "omitted").
+_ABSENT = object()
+
+
 def _valid_id(value: object) -> bool:
-    return value is None or isinstance(value, str) or (
+    # JSON-RPC 2.0: a String, a Number or null (the parser refuses NaN and Infinity).
+    return value is None or isinstance(value, (str, float)) or (
         isinstance(value, int) and not isinstance(value, bool)
     )
 
@@ -150,26 +163,35 @@ class McpServer:
         return self._handle_one(message)
 
     def _handle_one(self, message: object) -> Optional[Message]:
+        # JSON-RPC 2.0 §4-5: a message that is not a valid Request object gets
+        # -32600 with a null id (even without an id: it is not a notification
+        # either); a notification, valid or not in its params, gets nothing.
         if not isinstance(message, dict):
             return _error(None, INVALID_REQUEST, "Invalid Request")
-        request_id = message.get("id")
+        if "method" not in message and ("result" in message or "error" in message):
+            return None  # a response to a request this server never sends
         is_request = "id" in message
+        request_id = message.get("id")
         if not _valid_id(request_id):
             return _error(None, INVALID_REQUEST, "Invalid Request")
         method = message.get("method")
-        if method is None and ("result" in message or "error" in message):
-            return None  # a response to a request we never send; nothing to answer
-        if message.get("jsonrpc") != "2.0" or not isinstance(method, str):
-            return _error(request_id, INVALID_REQUEST, "Invalid Request") if is_request else None
-        params = message.get("params", {})
+        params = message.get("params", _ABSENT)
+        if (
+            message.get("jsonrpc") != "2.0"
+            or not isinstance(method, str)
+            or not (params is _ABSENT or isinstance(params, (dict, list)))
+        ):
+            return _error(request_id, INVALID_REQUEST, "Invalid Request")
         if not is_request:
             self._notification(method)
             return None
-        if not isinstance(params, dict):
-            return _error(request_id, INVALID_PARAMS, "Invalid params")
         handler = self._methods.get(method)
         if handler is None:
             return _error(request_id, METHOD_NOT_FOUND, "Method not found")
+        if params is _ABSENT:
+            params = {}
+        if not isinstance(params, dict):  # every method here takes named params
+            return _error(request_id, INVALID_PARAMS, "Invalid params")
         try:
             return _result(request_id, handler(params))
         except _InvalidParams as exc:
@@ -200,6 +222,10 @@ class McpServer:
     def _call_tool(self, params: Dict[str, Any]) -> Dict[str, Any]:
         name = params.get("name")
         arguments = params.get("arguments", {})
+        if not isinstance(name, str):
+            raise _InvalidParams("Invalid params: `name` must be a string")
+        if not isinstance(arguments, dict):
+            raise _InvalidParams("Invalid params: `arguments` must be an object")
         if name == TOOL_SAVE:
             payload = self._writer.save(arguments)
         elif name == TOOL_HANDOFF:

@@ -19,11 +19,13 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
 from cortex_memory.contract.text import is_blank
 from cortex_memory.tools.memory.errors import (
     CONTENT_EMPTY,
+    CONTENT_NOT_UNICODE,
     CONTENT_TOO_LONG,
     READ_NEEDS_KEYS,
     READ_TOO_MANY_KEYS,
     SCAN_LIMIT_RANGE,
     SCAN_QUERY_EMPTY,
+    SCAN_QUERY_NOT_UNICODE,
     SCAN_QUERY_TOO_LONG,
     MemoryRequestError,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "ScanCall",
     "decode_call",
     "decode_key",
+    "is_unicode",
 ]
 
 
@@ -90,6 +93,14 @@ _FIELDS: Dict[str, Tuple[str, ...]] = {
 }
 _KEY_FIELDS = ("id", "version", "namespace")
 _QUOTABLE = re.compile(r"[A-Za-z0-9_.-]{1,40}")
+# A Python str may hold lone surrogates (JSON's "\ud800" decodes to one); UTF-8,
+# and so every backend, cannot carry them.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def is_unicode(text: str) -> bool:
+    """True when ``text`` holds no lone surrogate (UTF-8 can carry it)."""
+    return text.isascii() or _SURROGATE.search(text) is None
 
 
 def _refuse(message: str) -> MemoryRequestError:
@@ -169,6 +180,8 @@ def _scan(obj: Mapping[str, Any]) -> ScanCall:
         raise _refuse("memory scan `limit` must be an integer")
     if is_blank(query):
         raise _refuse(SCAN_QUERY_EMPTY)
+    if not is_unicode(query):
+        raise _refuse(SCAN_QUERY_NOT_UNICODE)
     if not 1 <= limit <= MAX_SCAN_LIMIT:
         raise _refuse(SCAN_LIMIT_RANGE)
     return ScanCall(query, limit)
@@ -198,6 +211,8 @@ def _put(obj: Mapping[str, Any]) -> PutCall:
     key = decode_key(replace, "memory put `replace`") if "replace" in obj else None
     if is_blank(content):
         raise _refuse(CONTENT_EMPTY)
+    if not is_unicode(content):
+        raise _refuse(CONTENT_NOT_UNICODE)
     return PutCall(content, key)
 
 

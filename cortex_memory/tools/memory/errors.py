@@ -14,6 +14,7 @@ from cortex_memory.errors import Error, InvalidRequestError, UnauthorizedError
 
 __all__ = [
     "CONTENT_EMPTY",
+    "CONTENT_NOT_UNICODE",
     "CONTENT_REJECTED",
     "CONTENT_TOO_LONG",
     "KEY_NOT_FOUND",
@@ -27,17 +28,20 @@ __all__ = [
     "SCAN_FIRST",
     "SCAN_LIMIT_RANGE",
     "SCAN_QUERY_EMPTY",
+    "SCAN_QUERY_NOT_UNICODE",
     "SCAN_QUERY_TOO_LONG",
     "WRITER_REQUIRED",
 ]
 
 SCAN_QUERY_EMPTY = "memory scan query is empty"
 SCAN_QUERY_TOO_LONG = "memory scan query is too long (at most 512 characters)"
+SCAN_QUERY_NOT_UNICODE = "memory scan query must be valid Unicode (it holds a lone surrogate)"
 SCAN_LIMIT_RANGE = "memory scan limit must be between 1 and 5"
 READ_NEEDS_KEYS = "memory read requires at least one key"
 READ_TOO_MANY_KEYS = "memory read takes at most 100 keys"
 CONTENT_EMPTY = "memory content is empty"
 CONTENT_TOO_LONG = "memory content is too long (at most 1024 characters)"
+CONTENT_NOT_UNICODE = "memory content must be valid Unicode (it holds a lone surrogate)"
 SCAN_FIRST = "scan memory before storing a conclusion"
 CONTENT_REJECTED = "memory content was rejected as a likely secret"
 KEY_NOT_FOUND = "memory key was not found"

@@ -17,8 +17,15 @@ import time
 from datetime import timedelta
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from cortex_memory.local.files import FileKind
 from cortex_memory.tools._sqlite import MEMORY_PATH, Database, StrPath
-from cortex_memory.tools.memory.errors import CONTENT_REJECTED, KEY_NOT_FOUND, MemoryRequestError
+from cortex_memory.tools.memory.decode import is_unicode
+from cortex_memory.tools.memory.errors import (
+    CONTENT_NOT_UNICODE,
+    CONTENT_REJECTED,
+    KEY_NOT_FOUND,
+    MemoryRequestError,
+)
 from cortex_memory.tools.memory.records import (
     Backend,
     MemoryKey,
@@ -53,6 +60,13 @@ CREATE TABLE IF NOT EXISTS memories (
     probation_until_ms INTEGER
 )
 """
+#: The store's kind of file (files from before application ids: this table only).
+STORE_FILE = FileKind(
+    "local memory store",
+    1,
+    frozenset({"memories"}),
+    frozenset({"memories", "sqlite_sequence"}),
+)
 _SELECT_ONE = (
     "SELECT id, version, content, created_at_ms, updated_at_ms, last_scanned_at_ms, "
     "scan_count, last_used_at_ms, use_count, probation_until_ms FROM memories WHERE id = ?"
@@ -108,7 +122,7 @@ class LocalMemoryStore(MemoryStore):
         self._probation_ms = probation_ms(probation)
         self._threshold = float(threshold)
         self._clock = clock
-        self._db = Database(path, _SCHEMA, what="local memory store")
+        self._db = Database(path, _SCHEMA, kind=STORE_FILE)
 
     def access(self) -> Backend:
         """``{source: "local", namespace: null, role: null}``."""
@@ -177,6 +191,8 @@ class LocalMemoryStore(MemoryStore):
 
     def put(self, content: str, replace: Optional[MemoryKey] = None) -> MemoryRecord:
         """Insert a memory on probation, or give ``replace`` its next version."""
+        if not is_unicode(content):
+            raise MemoryRequestError(CONTENT_NOT_UNICODE)
         if looks_like_secret(content):
             raise MemoryRequestError(CONTENT_REJECTED)
         now = self._clock()

@@ -26,7 +26,9 @@ from cortex_memory.contract.namespace import Namespace, Reach
 from cortex_memory.contract.requests import FetchMode, FetchRequest, ListRequest
 from cortex_memory.contract.responses import Hit
 from cortex_memory.errors import InvalidRequestError
+from cortex_memory.tools.memory.decode import is_unicode
 from cortex_memory.tools.memory.errors import (
+    CONTENT_NOT_UNICODE,
     CONTENT_REJECTED,
     KEY_NOT_FOUND,
     WRITER_REQUIRED,
@@ -182,6 +184,8 @@ class RemoteMemoryStore(MemoryStore):
     def put(self, content: str, replace: Optional[MemoryKey] = None) -> MemoryRecord:
         """Store a new memory (on probation), or the next version of ``replace``."""
         self._require_writer()
+        if not is_unicode(content):
+            raise MemoryRequestError(CONTENT_NOT_UNICODE)
         if looks_like_secret(content):
             raise MemoryRequestError(CONTENT_REJECTED)
         now = self._clock()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterable, Optional, Tuple
 
+from cortex_memory.local.files import FileKind
 from cortex_memory.tools._sqlite import MEMORY_PATH, Database, StrPath
 
 __all__ = ["Sidecar", "Usage"]
@@ -27,6 +28,11 @@ CREATE TABLE IF NOT EXISTS memory_usage (
     PRIMARY KEY (namespace, id)
 )
 """
+
+#: The sidecar's kind of file (files from before application ids: this table only).
+SIDECAR_FILE = FileKind(
+    "memory sidecar", 1, frozenset({"memory_usage"}), frozenset({"memory_usage"})
+)
 
 _BUMP_SCAN = (
     "UPDATE memory_usage SET scan_count = scan_count + 1, last_scanned_at_ms = ? "
@@ -56,7 +62,7 @@ class Sidecar:
     """Counters and probation for remote memories, keyed by (namespace, id)."""
 
     def __init__(self, path: StrPath = MEMORY_PATH) -> None:
-        self._db = Database(path, _SCHEMA, what="memory sidecar")
+        self._db = Database(path, _SCHEMA, kind=SIDECAR_FILE)
 
     def start(self, slot: Slot, probation_until_ms: int) -> None:
         """Record a new memory's probation (counters at zero)."""
