@@ -8,7 +8,7 @@ and live here:
 
 * :class:`Job` and :class:`Outcome`, the values that cross between the threads;
 * :class:`JobRunner`, which runs one job against a ``MemoryEngine`` (bounded by
-  ``deadline=`` where the engine takes one) and turns every result, failures
+  ``deadline=``, which every engine takes) and turns every result, failures
   included, into an :class:`Outcome`;
 * :func:`describe_error`, the line a window shows for each kind of failure,
   and :func:`render`, the transcript text of an outcome;
@@ -17,7 +17,6 @@ and live here:
 
 from __future__ import annotations
 
-import inspect
 import logging
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
@@ -87,20 +86,12 @@ def render(outcome: Outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _takes_deadline(method: Any) -> bool:
-    """True when an engine method accepts ``deadline=`` (``CortexEngine`` does)."""
-    try:
-        return "deadline" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class JobRunner:
     """Runs jobs against one engine, one at a time, on whatever thread calls :meth:`run`.
 
-    ``deadline`` (seconds) bounds each call of an engine that accepts
-    ``deadline=`` (``CortexEngine``), so a stalled network cannot hold a job
-    forever; ``None`` leaves the engine's own timeouts in charge. Notes are
+    ``deadline`` (seconds) bounds each call (every ``MemoryEngine`` takes
+    ``deadline=``), so a stalled network or a locked database file cannot hold
+    a job forever; ``None`` leaves the engine's own timeouts in charge. Notes are
     stored as documents and wait until they are visible, so a recall submitted
     right after a note finds it.
     """
@@ -110,13 +101,8 @@ class JobRunner:
     ) -> None:
         self.engine = engine
         self._recall_limit = recall_limit
-        self._store_options: Dict[str, Any] = {"wait": WaitFor.VISIBLE}
-        self._recall_options: Dict[str, Any] = {}
-        if deadline is not None:
-            if _takes_deadline(engine.store):
-                self._store_options["deadline"] = deadline
-            if _takes_deadline(engine.recall):
-                self._recall_options["deadline"] = deadline
+        self._store_options: Dict[str, Any] = {"wait": WaitFor.VISIBLE, "deadline": deadline}
+        self._recall_options: Dict[str, Any] = {"deadline": deadline}
 
     def run(self, job: Job) -> Outcome:
         """Run ``job``; every failure becomes a failed :class:`Outcome`, nothing is raised."""

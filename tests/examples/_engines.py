@@ -21,6 +21,7 @@ from cortex_memory import (
     WaitFor,
 )
 from cortex_memory.contract import (
+    DeadlineLike,
     EngineDescriptor,
     EngineHealth,
     FetchPage,
@@ -100,22 +101,29 @@ class Gated(MemoryEngine):
     def health(self) -> EngineHealth:
         return self.inner.health()
 
-    def store(self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE) -> StoreReceipt:
+    def store(
+        self,
+        item: StoreItem,
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        deadline: DeadlineLike = None,
+    ) -> StoreReceipt:
         self._gate("store")
-        return self.inner.store(item, wait=wait)
+        return self.inner.store(item, replace=replace, wait=wait, deadline=deadline)
 
-    def recall(self, request: RecallRequest) -> RecallAnswer:
+    def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         self._gate("recall")
-        return self.inner.recall(request)
+        return self.inner.recall(request, deadline=deadline)
 
-    def fetch(self, request: FetchRequest) -> FetchPage:
-        return self.inner.fetch(request)
+    def fetch(self, request: FetchRequest, *, deadline: DeadlineLike = None) -> FetchPage:
+        return self.inner.fetch(request, deadline=deadline)
 
-    def forget(self, target: ForgetTarget) -> ForgetReport:
-        return self.inner.forget(target)
+    def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
+        return self.inner.forget(target, deadline=deadline)
 
-    def list(self, request: ListRequest) -> ListPage:
-        return self.inner.list(request)
+    def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
+        return self.inner.list(request, deadline=deadline)
 
     def close(self) -> None:
         self.closed = True
@@ -137,21 +145,26 @@ class Scripted(Gated):
 
 
 class TakesDeadline(Gated):
-    """An engine whose calls accept ``deadline=`` (as ``CortexEngine``'s do); records it."""
+    """An open gate that records the ``deadline=`` each store and recall was given."""
 
     def __init__(self, inner: MemoryEngine) -> None:
         super().__init__(inner, closed=False)
         self.deadlines: List[Optional[float]] = []
 
     def store(
-        self, item: StoreItem, *, wait: WaitFor = WaitFor.VISIBLE, deadline: Optional[float] = None
+        self,
+        item: StoreItem,
+        *,
+        replace: bool = False,
+        wait: WaitFor = WaitFor.VISIBLE,
+        deadline: DeadlineLike = None,
     ) -> StoreReceipt:
         self.deadlines.append(deadline)
-        return super().store(item, wait=wait)
+        return super().store(item, replace=replace, wait=wait, deadline=deadline)
 
-    def recall(self, request: RecallRequest, *, deadline: Optional[float] = None) -> RecallAnswer:
+    def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         self.deadlines.append(deadline)
-        return super().recall(request)
+        return super().recall(request, deadline=deadline)
 
 
 # Ten jobs against a Scripted engine: what each submits, the error its engine call
