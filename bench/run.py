@@ -1,4 +1,4 @@
-"""Run every benchmark (B1–B8) with one command, print one table, write one JSON file.
+"""Run every benchmark (B1–B9) with one command, print one table, write one JSON file.
 
     python -m bench [--quick] [--only B1,B4] [--allow-miss]
     python bench/run.py [the same options]
@@ -172,7 +172,7 @@ def _selected(only: Optional[str]) -> List[Bench]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="Run the benchmarks B1-B8 and print one table."
+        prog="python -m bench", description="Run the benchmarks B1-B9 and print one table."
     )
     parser.add_argument("--quick", action="store_true", help="short runs (noisier figures)")
     parser.add_argument("--only", metavar="IDS", help="comma-separated ids, e.g. B1,B4")
