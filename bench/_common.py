@@ -105,23 +105,47 @@ def measure(
     n: int = 1000,
     rounds: int = 7,
     warmup: int = 200,
+    block: Optional[int] = None,
 ) -> Dict[str, Dict[str, Any]]:
     """Median CPU per op of each case, the cases interleaved round by round.
 
     Each case's ``samples_s`` keeps one figure per round, in round order, so
     two cases can also be compared round by round (see :func:`paired_ratio`).
+    With ``block``, the cases also take turns inside a round, ``block``
+    operations at a time, until each has run ``n``: cases compared in the
+    same round then see the same load over the same fraction of a second,
+    not one after the other, which is what keeps a per-round ratio steady on
+    a shared machine. Without it each case runs its ``n`` in one go.
     """
     for operation in cases.values():
         for _ in range(warmup):
             operation()
+    step = n if block is None else max(1, min(block, n))
     samples: Dict[str, List[float]] = {name: [] for name in cases}
+    clock = time.process_time
     for _ in range(rounds):
-        for name, operation in cases.items():
-            samples[name].append(cpu_per_op(operation, n))
+        spent = dict.fromkeys(cases, 0.0)
+        done = 0
+        while done < n:
+            count = min(step, n - done)
+            for name, operation in cases.items():
+                start = clock()
+                for _ in range(count):
+                    operation()
+                spent[name] += clock() - start
+            done += count
+        for name in cases:
+            samples[name].append(spent[name] / n)
     return {
         name: {"median_s": statistics.median(values), "samples_s": values}
         for name, values in samples.items()
     }
+
+
+def round_ratios(results: Mapping[str, Mapping[str, Any]], ours: str, floor: str) -> List[float]:
+    """``ours / floor`` in each round (both measured in that round), in round order."""
+    pairs = zip(results[ours]["samples_s"], results[floor]["samples_s"])
+    return [o / f for o, f in pairs]
 
 
 def paired_ratio(results: Mapping[str, Mapping[str, Any]], ours: str, floor: str) -> float:
@@ -130,8 +154,7 @@ def paired_ratio(results: Mapping[str, Mapping[str, Any]], ours: str, floor: str
     On a shared, noisy machine two figures taken moments apart see the same
     load, so their ratio is steadier than the ratio of two medians.
     """
-    pairs = zip(results[ours]["samples_s"], results[floor]["samples_s"])
-    return statistics.median(o / f for o, f in pairs)
+    return statistics.median(round_ratios(results, ours, floor))
 
 
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

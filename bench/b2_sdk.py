@@ -40,13 +40,17 @@ nothing decoded). It separates what the transport costs from what decoding,
 checking and rebuilding 20 items cost. (``list_preview`` would read the same
 page: learnings are single-event items.)
 
-For context, a **floor** runs too: a bare ``urllib3.PoolManager`` sending the
-same request (the POST body the engine sends, prebuilt; the same GET) and
-parsing the JSON answer, nothing else. No urllib3-based client can spend less,
-so ``floor / SDK`` bounds from below what ``ours / SDK`` can reach here.
+For context, a **floor** runs too: the leanest urllib3 loop (the double's pool
+looked up once, ``urlopen`` on it) sending the same request (the POST body the
+engine sends, prebuilt; the same GET) and parsing the JSON answer, nothing else.
+No urllib3-based client can spend less, so ``floor / SDK`` bounds from below what
+``ours / SDK`` can reach here.
 
 The figure is ours / SDK client CPU per operation (``time.process_time``: all
-threads of this process), paired round by round; the aim is ≤ 0.5.
+threads of this process), paired round by round (the cases take turns every
+``BLOCK`` operations inside a round, so a round's ratio compares the same moments).
+Aims (issue 13): write ≤ 0.5 and page ≤ 0.6 **in every round**: the verdict takes
+each operation's worst round, and the table also shows the median.
 Run: ``python bench/b2_sdk.py`` (``--quick`` for a short run). Skipped, saying
 so, where the ``cortexdb`` SDK is not installed (it needs Python 3.10+).
 """
@@ -70,6 +74,7 @@ from _common import (
     measure,
     paired_ratio,
     print_table,
+    round_ratios,
     serve,
     skip,
     summary,
@@ -80,7 +85,9 @@ NAME = "b2_sdk"
 TOKEN = "tiny_live_test"  # the doubles' test bearer, not a secret
 ACTOR = "user:local"
 PAGE_ITEMS = 20
-AIM = 0.5
+AIMS = {"write": 0.5, "page": 0.6}
+"""ours / SDK, per operation (issue 13), to be met in every round, not only the median."""
+BLOCK = 10
 
 
 def _iterate(values: List[Any]) -> Iterator[Any]:
@@ -115,6 +122,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer operations per round")
     parser.add_argument("-n", type=int, default=None, help="operations per round and case")
     parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--block", type=int, default=BLOCK, help=argparse.SUPPRESS)
     args = parser.parse_args()
     try:
         from cortexdb import V1Client
@@ -204,7 +212,9 @@ def main() -> int:
         def sdk_page() -> object:
             return sdk.events(learnings, limit=200)
 
-        floor = urllib3.PoolManager(retries=False, maxsize=8, block=False)
+        floor = urllib3.PoolManager(maxsize=8, block=False)
+        pool = floor.connection_from_url(url)
+        no_retry = urllib3.Retry(total=False, redirect=False, raise_on_redirect=False)
         headers = {"Authorization": f"Bearer {TOKEN}", "Accept-Encoding": "identity",
                    "X-Cortex-Actor": ACTOR}  # fmt: skip
         post_headers = dict(headers, **{"Content-Type": "application/json"})
@@ -224,16 +234,20 @@ def main() -> int:
                 )
             ]
         )  # fmt: skip
-        page_url = f"{url}/v1/events?scope={quote(learnings, safe='')}&limit=200"
+        page_target = f"/v1/events?scope={quote(learnings, safe='')}&limit=200"
 
         def floor_write() -> object:
-            answer = floor.request(
-                "POST", f"{url}/v1/experience", body=next(floor_bodies), headers=post_headers
-            )
+            answer = pool.urlopen(
+                "POST", "/v1/experience", body=next(floor_bodies), headers=post_headers,
+                retries=no_retry, redirect=False,
+            )  # fmt: skip
             return json.loads(answer.data)
 
         def floor_page() -> object:
-            return json.loads(floor.request("GET", page_url, headers=headers).data)
+            answer = pool.urlopen(
+                "GET", page_target, headers=headers, retries=no_retry, redirect=False
+            )
+            return json.loads(answer.data)
 
         # Both sides do what they claim before anything is timed.
         receipt: Any = ours_write()
@@ -265,7 +279,7 @@ def main() -> int:
             "floor page": floor_page,
             "ours events": ours_events,
         }
-        results = measure(cases, n=n, rounds=rounds, warmup=warmup)
+        results = measure(cases, n=n, rounds=rounds, warmup=warmup, block=args.block or None)
         engine.close()
         sdk.close()
         floor.clear()
@@ -276,27 +290,32 @@ def main() -> int:
     ratios = {op: paired_ratio(results, f"ours {op}", f"sdk {op}") for op in ("write", "page")}
     floors = {op: paired_ratio(results, f"floor {op}", f"sdk {op}") for op in ("write", "page")}
     events_ratio = paired_ratio(results, "ours events", "sdk page")
+    each = {op: round_ratios(results, f"ours {op}", f"sdk {op}") for op in ("write", "page")}
+    worst = {op: max(values) for op, values in each.items()}
+    for op, values in each.items():
+        print(f"{op}, ours/SDK by round: " + " ".join(f"{r:.2f}" for r in values))
     rows = [
         (op, f"{us('sdk ' + op):.1f}", f"{us('ours ' + op):.1f}", f"{us('floor ' + op):.1f}",
-         f"{ratio:.3f}", f"{floors[op]:.3f}")
+         f"{ratio:.3f}", f"{worst[op]:.3f}", f"{floors[op]:.3f}")
         for op, ratio in ratios.items()
     ]  # fmt: skip
     rows.append(
         ("raw events (info)", f"{us('sdk page'):.1f}", f"{us('ours events'):.1f}",
-         f"{us('floor page'):.1f}", f"{events_ratio:.3f}", f"{floors['page']:.3f}")
+         f"{us('floor page'):.1f}", f"{events_ratio:.3f}", "-", f"{floors['page']:.3f}")
     )  # fmt: skip
     print_table(
         f"B2 client CPU per operation (medians of {rounds} interleaved rounds x {n} ops)",
-        ("operation", "SDK us", "ours us", "urllib3 floor us", "ours/SDK", "floor/SDK"),
+        ("operation", "SDK us", "ours us", "urllib3 floor us", "ours/SDK", "worst round",
+         "floor/SDK"),
         rows,
     )
-    verdict = "pass" if all(r <= AIM for r in ratios.values()) else "miss"
+    verdict = "pass" if all(worst[op] <= AIMS[op] for op in AIMS) else "miss"
     row = summary(
-        ", ".join(f"{op} {ratio:.2f}x" for op, ratio in ratios.items())
-        + " (bare urllib3: "
+        ", ".join(f"{op} {r:.2f}x (worst round {worst[op]:.2f}x)" for op, r in ratios.items())
+        + " (lean urllib3: "
         + ", ".join(f"{r:.2f}x" for r in floors.values())
         + f"; raw events page {events_ratio:.2f}x)",
-        f"<= {AIM}x the SDK",
+        ", ".join(f"{op} <= {aim}x" for op, aim in AIMS.items()) + " the SDK, every round",
         verdict,
     )
     path = write_result(
@@ -306,8 +325,10 @@ def main() -> int:
             "ops_per_round": n,
             "rounds": rounds,
             "page_items": PAGE_ITEMS,
-            "aim_ratio": AIM,
+            "aim_ratio": AIMS,
             "ratio": ratios,
+            "round_ratios": each,
+            "worst_round_ratio": worst,
             "floor_ratio": floors,
             "raw_events_ratio": events_ratio,
             "cpu_per_op_us": {name: us(name) for name in results},

@@ -9,10 +9,7 @@ exact and the same on every machine.
 Cases (each on a fresh double):
 
 * **store_many**: 100 single-event items across 3 scopes (34 root documents, 33
-  root learnings, 33 documents at ``agent:x``), none held before. Direct sends
-  every item's events in one bulk; both wires then confirm by listing that the
-  last write of each scope is readable and settle the final one, which is why
-  the Direct minimum is 3 + 1 + 3 + 1 = 8 and not 4.
+  root learnings, 33 documents at ``agent:x``), none held before, ``WaitFor.VISIBLE``.
 * **fetch, reach**: 8 scopes known from the reach (``of(agent:a/agent:b/agent:c)``
   × documents and learnings), a page of 10.
 * **fetch, discovered**: the same 8 scopes found by a scope listing (no reach).
@@ -20,8 +17,11 @@ Cases (each on a fresh double):
   whose page holds 4 two-turn conversations, one per node, to be assembled.
 * **recall, reach**: the 8 scopes of the first fetch case, answered once.
 
-The minimum of each case is derived in :data:`MINIMA` below (the text is also
-written to the JSON). Run: ``python bench/b3_requests.py``.
+The minimum of each case is derived from the wire alone, what the API needs to give
+the contract's results, not what the engine's flow does (:data:`MINIMA` below; the
+text is also written to the JSON). Where the engine sends more, :data:`FLOW_NOTES`
+says why; the aim is to send exactly the minimum, so such a case is a miss.
+Run: ``python bench/b3_requests.py``.
 """
 
 from __future__ import annotations
@@ -47,47 +47,63 @@ NODES = ["", "agent:a", "agent:a/agent:b", "agent:a/agent:b/agent:c"]
 DEEPEST = Namespace.parse(NODES[-1])
 DOCS_AND_LEARNINGS = (ItemKind.DOCUMENT, ItemKind.LEARNING)
 
-# (wire, case) -> (minimum, derivation). "Wire minimum": the fewest requests the API
-# allows while keeping the contract (replay detection, read-after-write on return:
-# the listed wait of every scope written, plus one best-effort settle).
+# (wire, case) -> (minimum, derivation). Each minimum is what the API itself needs to
+# give the contract's results, derived from the routes alone, not from the engine's
+# flow: a listing or a lookup (GET events) names one scope; a bulk write takes events
+# of any scopes (<= 1000); ?wait=indexed (Direct) holds a write until its events are
+# indexed, and an indexed event is listed and ranked (doubles.md "Indexing": listing
+# and recall see an event from the moment it is indexed); the hosted API has no bulk
+# and no wait; recall packs are per scope (spec decision 5: view "granular", no
+# server-side traversal). Replay detection needs one lookup per scope: an item's
+# identity (its fingerprint) leaves out observed_at and the body key covers the whole
+# body and lives 24 h, so the server alone cannot answer a replay (docs/flows.md).
 MINIMA: Dict[Tuple[str, str], Tuple[int, str]] = {
     ("direct", "store_many"): (
-        8,
-        "3 replay lookups (one listing per scope: each holds <= 50 item labels) + 1 bulk "
-        "write (<= 1000 events, any scopes, in item order) + 3 listings (read-after-write, "
-        "engine.md §9.4 step 7: the last write of each scope confirmed listed) + 1 recall "
-        "(the last item ranked, best effort). A held ?wait=indexed 200 is not taken as proof "
-        "of readability: a listing may lag an indexed write (the double's hide_listing_for "
-        "knob models it) and the spec keeps the listed wait",
+        4,
+        "3 replay lookups (GET events names one scope; each lookup holds the <= 34 "
+        "item labels of its scope) + 1 bulk write with ?wait=indexed (any scopes, <= 1000 "
+        "events; its 200 means every event is indexed, hence listed and ranked)",
     ),
     ("hosted", "store_many"): (
-        107,
-        "3 replay lookups + 100 writes (the hosted API takes one event per request, no "
-        "bulk, no ?wait) + 3 listings (read-after-write: the last write of each scope "
-        "listed) + 1 recall (the last item ranked)",
+        106,
+        "3 replay lookups + 100 writes (one event per request, no bulk) + 3 listings "
+        "(no ?wait on this API: the last write of each scope must be seen listed; listed "
+        "means indexed, which recall sees too, so no ranked probe)",
     ),
-    ("direct", "fetch, reach"): (8, "one recall pack per scope (packs are granular); no listing"),
-    ("hosted", "fetch, reach"): (8, "one recall pack per scope (packs are granular); no listing"),
-    ("direct", "fetch, discovered"): (9, "1 scope listing + 8 packs"),
-    ("hosted", "fetch, discovered"): (9, "1 scope listing + 8 packs"),
+    ("direct", "fetch, reach"): (8, "1 recall pack per scope (granular, one scope each)"),
+    ("hosted", "fetch, reach"): (8, "1 recall pack per scope (granular, one scope each)"),
+    ("direct", "fetch, discovered"): (
+        9, "1 scope listing (which of the 8 scopes exist) + 8 packs"
+    ),
+    ("hosted", "fetch, discovered"): (
+        9, "1 scope listing (which of the 8 scopes exist) + 8 packs"
+    ),
     ("direct", "fetch, conversations"): (
         12,
-        "8 packs + 4 assembly lookups (one listing per namespace holding a conversation)",
+        "8 packs + 4 lookups (a pack holds the turns that rank, a hit is the whole "
+        "conversation: one GET events per scope holding one, all its labels at once)",
     ),
     ("hosted", "fetch, conversations"): (
         12,
-        "8 packs + 4 assembly lookups (one listing per namespace holding a conversation)",
+        "8 packs + 4 lookups (a pack holds the turns that rank, a hit is the whole "
+        "conversation: one GET events per scope holding one, all its labels at once)",
     ),
     ("direct", "recall, reach"): (9, "8 packs + 1 answer"),
     ("hosted", "recall, reach"): (9, "8 packs + 1 answer"),
-}
+}  # fmt: skip
 
-# What the engine's flow sends when it differs from the spec's own flow.
+# What the engine's flow sends when it differs from the wire minimum, and why.
 FLOW_NOTES: Dict[Tuple[str, str], str] = {
     ("direct", "store_many"): (
-        "a deliberate deviation from engine.md §9.4 (one write per item): Direct batches "
-        "the missing events of every item into bulk writes of <= 1000 events, so 3 + 1 + "
-        "3 + 1 = 8 instead of 3 + 100 + 3 + 1 = 107; receipts stay per item"
+        "the engine sends 3 + 1 + 3 + 1 = 8: after the indexed bulk it still lists the "
+        "last write of each scope (engine.md §8.4: a listing may lag an indexed write; "
+        "the double's hide_listing_for models it) and probes recall for the last item "
+        "(best effort); trusting ?wait=indexed would reach 4. (It already batches every "
+        "item into one bulk instead of engine.md §9.4's one write per item: 107.)"
+    ),
+    ("hosted", "store_many"): (
+        "the engine sends 3 + 100 + 3 + 1 = 107: the recall probe for the last item "
+        "(engine.md §8.4, best effort) comes on top of the listings"
     ),
 }
 

@@ -14,8 +14,9 @@ Cases, per format:
 * ``decode``: ``decode_event`` over pre-parsed pages (the envelope layer alone);
 * ``json floor``: only parsing the page JSON (context: the share the parser takes).
 
-There is no external comparison (quality.md: report; regressions show in the JSON
-history). Run: ``python bench/b5_decode.py`` (``--quick`` for a short run).
+Aim (issue 13): at least 50 000 events/s for ``page`` (parse and decode, what a read
+pays) in both formats; the other cases are for context, and every run also lands in
+the JSON history. Run: ``python bench/b5_decode.py`` (``--quick`` for a short run).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Callable, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import measure, print_table, write_result
+from _common import measure, print_table, summary, write_result
 
 from cortex_memory.contract.items import (
     Document,
@@ -51,6 +52,8 @@ from cortex_memory.cortex.envelope import (
     lookup_labels,
 )
 
+AIM = 50_000
+"""Events per second a listing page must reach (parse and decode), v3 and v2."""
 EVENTS = 10_000
 PAGE = 200
 WORDS = [
@@ -217,11 +220,19 @@ def main() -> None:
         rows,
     )
     print(f"page bytes: {page_bytes}")
+    paged = {case: figures[case]["events_per_s"] for case in ("v3 page", "v2 page")}
+    verdict = "pass" if all(rate >= AIM for rate in paged.values()) else "miss"
+    row = summary(
+        ", ".join(f"{case.split()[0]} {rate:,} ev/s" for case, rate in paged.items()),
+        f">= {AIM:,} events/s (page: parse + decode)",
+        verdict,
+    )
     path = write_result(
         "b5_decode",
-        {"events": EVENTS, "page": PAGE, "rounds": rounds, "bytes": page_bytes, "figures": figures},
-    )
-    print(f"wrote {path}")
+        {"events": EVENTS, "page": PAGE, "rounds": rounds, "bytes": page_bytes,
+         "figures": figures, "aim_events_per_s": AIM, "summary": row},
+    )  # fmt: skip
+    print(f"verdict: {verdict}; wrote {path}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Run every benchmark (B1–B10) with one command, print one table, write one JSON file.
 
-    python -m bench [--quick] [--only B1,B4] [--fail-on-miss]
+    python -m bench [--quick] [--only B1,B4] [--allow-miss]
     python bench/run.py [the same options]
 
 Each benchmark is its own module (``bench/b<N>_<name>.py``) and runs in its own
@@ -16,7 +16,8 @@ Verdicts: ``pass`` (the aim was reached), ``miss`` (it was not: the JSON says by
 how much), ``report`` (no aim: the figure is for the record), ``skipped`` (a
 prerequisite is missing here, with the reason: never counted as a pass) and
 ``error`` (the benchmark failed or wrote no result). The exit status is 1 when
-any benchmark errored (or, with ``--fail-on-miss``, missed its aim), else 0.
+any benchmark errored or missed its aim (spec decision 20), else 0;
+``--allow-miss`` (for exploratory runs) exits 0 on a miss, still 1 on an error.
 """
 
 from __future__ import annotations
@@ -63,12 +64,13 @@ BENCHMARKS = (
     Bench("B1", "b1_transport", "client CPU per request: transport vs bare urllib3",
           "<= 1.15x bare urllib3"),
     Bench("B2", "b2_sdk", "client CPU per op: CortexEngine vs the cortexdb SDK",
-          "<= 0.5x the SDK"),
+          "write <= 0.5x, page <= 0.6x the SDK, every round"),
     Bench("B3", "b3_requests", "requests per store_many / fetch vs the wire minimum",
           "= the wire minimum"),
     Bench("B4", "b4_memory", "peak RSS while a server streams 1 GiB, no Content-Length",
-          "<= 64 MiB cap + baseline"),
-    Bench("B5", "b5_decode", "decode throughput of listing pages, v3 and v2", "- (report)"),
+          "<= 64 MiB cap + baseline, no slack"),
+    Bench("B5", "b5_decode", "decode throughput of listing pages, v3 and v2",
+          ">= 50,000 events/s"),
     Bench("B6", "b6_threads", "throughput of 1/4/16 threads sharing one engine",
           ">= 0.6x linear at 16"),
     Bench("B7", "b7_local", "local engine at 10k/100k items vs raw sqlite3+FTS5",
@@ -94,19 +96,8 @@ def _b1(doc: Dict[str, Any]) -> Summary:
     return {"figure": figure, "aim": f"<= {aim}x bare urllib3", "verdict": verdict}
 
 
-def _b5(doc: Dict[str, Any]) -> Summary:
-    figures = doc["figures"]
-    shown = [
-        f"{case.split()[0]} {figures[case]['events_per_s']:,} ev/s"
-        for case in ("v3 page", "v2 page")
-        if case in figures
-    ]
-    return {"figure": ", ".join(shown), "aim": "- (report)", "verdict": "report"}
-
-
 ADAPTERS: Dict[str, Callable[[Dict[str, Any]], Summary]] = {
     "b1_transport": _b1,
-    "b5_decode": _b5,
 }
 
 
@@ -191,7 +182,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--timeout", type=float, default=1800.0, metavar="S", help="per benchmark (default 1800)"
     )
     parser.add_argument(
-        "--fail-on-miss", action="store_true", help="exit 1 when a figure misses its aim"
+        "--allow-miss",
+        action="store_true",
+        help="exit 0 when a figure misses its aim (exploratory runs); errors still exit 1",
     )
     args = parser.parse_args(argv)
     chosen = _selected(args.only)
@@ -209,6 +202,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"  {row['id']}: {row['detail']}")
     command = "python -m bench" + (" --quick" if args.quick else "")
     command += f" --only {args.only}" if args.only else ""
+    command += " --allow-miss" if args.allow_miss else ""
     combined = {
         "when": when,
         "command": command,
@@ -225,7 +219,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         history.write(json.dumps({k: v for k, v in combined.items() if k != "results"}) + "\n")
     print(f"wrote {path}")
     verdicts = {r["verdict"] for r in rows}
-    if "error" in verdicts or (args.fail_on_miss and "miss" in verdicts):
+    if "error" in verdicts or ("miss" in verdicts and not args.allow_miss):
         return 1
     return 0
 

@@ -34,9 +34,9 @@ from cortex_memory.contract._read import (
     opt_bool,
     opt_timestamp,
 )
-from cortex_memory.contract.jsonfmt import format_timestamp
+from cortex_memory.contract.jsonfmt import format_timestamp, parse_timestamp
 from cortex_memory.contract.namespace import Namespace
-from cortex_memory.errors import InvalidRequestError
+from cortex_memory.errors import Error, InvalidRequestError
 
 __all__ = [
     "REDACTED_PREFIX",
@@ -317,6 +317,10 @@ class MemoryMeta:
         o = obj(value, "meta")
         if not o:
             return _DEFAULT_META
+        if cls is MemoryMeta:
+            quick = common_meta(o)
+            if quick is not None:
+                return quick
         get = o.get
         found = dict(_DEFAULT_FIELDS)
         for name in _META_STRINGS:
@@ -357,6 +361,70 @@ class MemoryMeta:
         return meta
 
 
+def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
+    """``MemoryMeta.from_json(o)`` of a meta holding only its common members, or None.
+
+    Every read decodes one meta per event, and most metas hold a few strings,
+    tags, a namespace, a timestamp and a source kind. This reads the members
+    present (not every field by name) and returns None, for the full read, at
+    anything else: a member of the wrong type (whose error must be the one the
+    full read finds first), turns, a tool call, an actor, a source with an id.
+    A meta it returns equals the one the full read builds: every member the
+    full read looks at was read here by the same rules, and unknown members
+    are ignored by both. A null member reads as missing in both.
+
+    Only the members present are set on the instance: every field of
+    ``MemoryMeta`` has a default, which the class holds, so a field left unset
+    reads as its default (equality, hashing, ``repr`` and ``replace`` read
+    fields as attributes).
+    """
+    meta = object.__new__(MemoryMeta)
+    found = meta.__dict__
+    for key, value in o.items():
+        if value is None:
+            continue
+        if key in _COMMON_STRINGS:
+            if type(value) is not str:
+                return None
+            found[key] = value
+        elif key == "source":
+            if type(value) is not dict or len(value) != 1:
+                return None
+            kind = value.get("kind")
+            source = _SOURCE_OF_VALUE.get(kind) if type(kind) is str else None
+            if source is None:
+                return None
+            found["source"] = source
+        elif key == "tags":
+            if type(value) is not list:
+                return None
+            for tag in value:
+                if type(tag) is not str:
+                    return None
+            found["tags"] = tuple(value)
+        elif key == "namespace":
+            if type(value) is not str:
+                return None
+            try:
+                found["namespace"] = Namespace.from_json(value)
+            except Error:
+                return None
+        elif key == "observed_at":
+            if type(value) is not str:
+                return None
+            try:
+                found["observed_at"] = parse_timestamp(value)
+            except Error:
+                return None
+        elif key == "derive":
+            if type(value) is not bool:
+                return None
+            found["derive"] = value
+        elif key in _FULL_READ_ONLY:
+            return None
+    return meta
+
+
 def _replace(meta: MemoryMeta, **changes: Any) -> MemoryMeta:
     return replace(meta, **changes)
 
@@ -365,6 +433,10 @@ _DEFAULT_META = MemoryMeta()
 _DEFAULT_FIELDS: Dict[str, Any] = {
     field.name: getattr(_DEFAULT_META, field.name) for field in fields(MemoryMeta)
 }
+_COMMON_STRINGS = frozenset((*_META_STRINGS, "agent_id"))
+_SOURCE_OF_VALUE = {kind.value: source for kind, source in _SOURCE_OF_KIND.items()}
+# The members the full read knows that common_meta leaves to it.
+_FULL_READ_ONLY = frozenset(("turns", "tool_call", "observed_actor"))
 
 # ------------------------------------------------------------- redaction
 

@@ -11,6 +11,7 @@ same "not ours", same errors with the same messages.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -35,7 +36,15 @@ from cortex_memory.contract._read import (
     opt_timestamp,
 )
 from cortex_memory.contract.content import ItemKind, LearningKind, Role
-from cortex_memory.contract.items import Conversation, Learning, StoreItem, Turn
+from cortex_memory.contract.filter import MetaFilter
+from cortex_memory.contract.items import (
+    Conversation,
+    Document,
+    Learning,
+    StoreItem,
+    TextBody,
+    Turn,
+)
 from cortex_memory.contract.jsonfmt import to_f32
 from cortex_memory.contract.meta import (
     MemoryMeta,
@@ -45,10 +54,16 @@ from cortex_memory.contract.meta import (
     ToolCallRef,
     TurnRange,
 )
-from cortex_memory.contract.namespace import Namespace
+from cortex_memory.contract.namespace import Namespace, Reach
 from cortex_memory.contract.responses import Hit
 from cortex_memory.cortex.envelope.build import envelopes
-from cortex_memory.cortex.envelope.codec import _load, decode_event, encode_checked, from_labels
+from cortex_memory.cortex.envelope.codec import (
+    _load,
+    decode,
+    decode_event,
+    encode_checked,
+    from_labels,
+)
 from cortex_memory.cortex.envelope.envelope import (
     _KINDS,
     _LEARNING_KINDS,
@@ -63,6 +78,8 @@ from cortex_memory.cortex.envelope.envelope import (
     _turn,
     parse_envelope,
 )
+from cortex_memory.cortex.envelope.reads import Keeper, hit, whole_hit
+from cortex_memory.cortex.envelope.rebuild import rebuild
 from cortex_memory.errors import Error, InvalidRequestError
 
 # ------------------------------------------------------------ the code replaced
@@ -523,3 +540,121 @@ def test_every_wire_enum_value_is_its_enum_value() -> None:
             assert member.value == Enum.__dict__["value"].__get__(member, cls) == member._value_
             assert type(member.value) is str
             assert cls(member.value) is member
+
+
+# ------------------------------------------- listing shortcuts (issue 13, item 5)
+
+NAMESPACES = ["", "team:alpha", "team:alpha/user:x", "team:alpha/service:s", "service:s/user:x"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(NAMESPACES),
+    st.text(max_size=6),
+    st.none() | st.text(max_size=4) | st.sampled_from(["", " \n"]),
+    st.floats(0, 1),
+    st.sampled_from([*Role]),
+    st.none() | st.sampled_from([1_700_000_000.12, 1_700_000_000.123456]),
+)
+def test_whole_hit_is_the_hit_of_the_rebuilt_item(
+    ns: str, text: str, title: Optional[str], confidence: float, role: Role, at: Optional[float]
+) -> None:
+    """``whole_hit`` gives exactly ``hit(id, rebuild([env]))`` for every envelope it accepts."""
+    meta = MemoryMeta(namespace=Namespace.parse(ns), thread_id="t")
+    moment = None if at is None else datetime.fromtimestamp(at, timezone.utc)
+    calls = (ToolCallRef("grep"),) if role is Role.TOOL else ()
+    items: List[StoreItem] = [
+        StoreItem.learning(text or "x", LearningKind.FACT, confidence, meta),
+        Document(TextBody(text or "x"), title, "text/plain" if title else None, meta),
+        Conversation((Turn(role, text or "x", moment, calls),), meta),
+        Conversation((Turn(Role.USER, "a"), Turn(Role.ASSISTANT, "b")), meta),
+    ]
+    for item in items:
+        for env in envelopes(item):
+            expected = hit(env.id, rebuild([env]), 0.0)
+            got = whole_hit(env)
+            assert got == expected
+            assert repr(got) == repr(expected)
+            assert hash(got) == hash(expected)
+
+
+def test_whole_hit_of_a_learning_without_confidence_matches() -> None:
+    env = envelopes(StoreItem.learning("x", LearningKind.FACT, 0.5))[0]
+    bare = replace(env, confidence=None)
+    assert whole_hit(bare) == hit(bare.id, rebuild([bare]), 0.0)
+
+
+FILTERS = [
+    MetaFilter(),
+    MetaFilter.for_kinds([ItemKind.LEARNING]),
+    MetaFilter.for_kinds([ItemKind.DOCUMENT, ItemKind.CONVERSATION]),
+    *(
+        MetaFilter.for_kinds(kinds).with_reach(reach(Namespace.parse(ns)))
+        for kinds in ([], [ItemKind.LEARNING])
+        for reach in (Reach.exact, Reach.of, Reach.subtree)
+        for ns in ("", "team:alpha", "team:alpha/service:s")
+    ),
+    MetaFilter(thread_id="t"),  # other criteria: the general path
+    MetaFilter(workspace="w", kinds=(ItemKind.LEARNING,)),
+]
+
+
+@pytest.mark.parametrize("flt", FILTERS, ids=repr)
+@pytest.mark.parametrize("kind", [None, ItemKind.LEARNING])
+def test_a_keeper_of_kinds_and_reach_keeps_what_the_general_check_keeps(
+    flt: MetaFilter, kind: Optional[ItemKind]
+) -> None:
+    """The keeper's shortcut for a filter of kinds and a reach alone decides as its
+    general path does (``MetaFilter.matches`` on the wire meta) on every envelope."""
+    fast = Keeper(flt, kind)
+    general = Keeper(flt, kind)
+    general._reach_only = False  # the path every other filter takes
+    kept = 0
+    for ns in NAMESPACES:
+        for thread in (None, "t"):
+            meta = MemoryMeta(namespace=Namespace.parse(ns), thread_id=thread)
+            items: List[StoreItem] = [
+                StoreItem.learning("x", LearningKind.FACT, 0.5, meta),
+                StoreItem.document("y", meta),
+                Conversation((Turn(Role.USER, "a"),), meta),
+            ]
+            for item in items:
+                env = envelopes(item)[0]
+                assert fast.keeps(env) is general.keeps(env)
+                assert general.keeps(env) is (
+                    (kind is None or env.kind is kind) and flt.matches(env.kind, env.meta)
+                )
+                kept += fast.keeps(env)
+    if fast._reach_only and flt.reach is None and kind is None:
+        assert kept  # not vacuous: the shortcut kept some
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes_json(), st.integers(1, 3), st.text(max_size=4))
+def test_decode_event_takes_its_one_part_shortcut_as_from_labels_reads(
+    value: Dict[str, Any], cut: int, text: str
+) -> None:
+    """An event whose last label is part ``00`` goes through ``decode_event``'s shortcut;
+    every arrangement decodes as the general reader (then the v2 text) decodes it."""
+    joined = json.dumps(value, ensure_ascii=False)
+    step = max(1, -(-len(joined) // cut))
+    pieces = [joined[at : at + step] for at in range(0, len(joined), step)]
+    written = [f"tm:e:{n:02d}:{piece}" for n, piece in enumerate(pieces)]
+    variants: List[List[Any]] = [
+        ["tm:i:x", "kind:learning", "tm:e:00:" + joined],
+        ["tm:e:00:" + joined],
+        ["tm:e:00: " + joined + " \n"],
+        ["tm:e:00:" + joined + "x"],
+        ["tm:e:00:" + joined + "}"],
+        ["x-tm:e:1:", "tm:e:00:" + joined],
+        ["tm:e:01:" + joined, "tm:e:00:" + joined],
+        [7, "tm:e:00:" + joined],
+        written[::-1],
+        written,
+    ]
+    for labels in variants:
+        event = {"id": "e", "content": {"text": text}, "context": {"labels": labels}}
+        expected = reference_from_labels(text, labels)
+        if expected is None:
+            expected = decode(text)
+        assert repr(decode_event(event)) == repr(expected)

@@ -1,9 +1,11 @@
 """The transport's shortcuts give what the straightforward calls give.
 
 - ``Family.connections()`` is the pool ``connection_from_host`` gives (the
-  ``ProxyManager``'s own through a proxy), also after the pool manager was cleared;
+  ``ProxyManager``'s own through a proxy), also after the family was closed;
 - the response parser equals ``json.loads(raw, parse_constant=...)`` on
-  generated bodies: same value, or a ``ValueError`` both ways.
+  generated bodies: same value, or a ``ValueError`` both ways;
+- the listing parser (a run of identical array elements parsed once) equals it
+  too, on listing-shaped bodies and on any bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 from cortex_memory.cortex.transport.endpoint import parse_endpoint
 from cortex_memory.cortex.transport.exchange import Family
 from cortex_memory.cortex.transport.proxy import parse_proxy
-from cortex_memory.cortex.transport.response import _parse_json, _reject_constant
+from cortex_memory.cortex.transport.response import _parse_json, _parse_listing, _reject_constant
 
 
 @pytest.mark.parametrize(
@@ -36,14 +38,28 @@ def test_connections_are_the_pool_connection_from_host_gives(url: str) -> None:
     assert family.connections() is pool
     assert (pool.host, pool.port, pool.scheme) == (expected.host, expected.port, expected.scheme)
     assert family.prefix == endpoint.path
-    family.pool.clear()
+    family.close()  # what client.close() does: the manager forgets its pools
     again = family.connections()
     assert again is not pool
     assert again is family.pool.connection_from_host(
         endpoint.host, port=endpoint.port, scheme=endpoint.scheme
     )
     assert (again.host, again.port, again.scheme) == (pool.host, pool.port, pool.scheme)
-    family.pool.clear()
+    assert family.connections() is again
+    family.close()
+
+
+def test_a_family_builds_its_pool_on_first_use() -> None:
+    """No pool manager (nor urllib3's TLS context) until a request needs one."""
+    family = Family(parse_endpoint("https://api.example.com/"))
+    assert family._manager is None
+    assert family.tls is None
+    family.close()  # nothing to close yet
+    assert family._manager is None
+    family.connections()
+    assert family._manager is not None
+    assert family.tls is not None
+    family.close()
 
 
 @pytest.mark.parametrize(
@@ -113,3 +129,64 @@ def test_constants_and_deep_nesting_fail_as_before() -> None:
     assert _parse_json(b"1e400") == math.inf  # an overflowing number is not a constant
     deep = b"[" * 100_000 + b"]" * 100_000
     assert outcome(_parse_json, deep) == outcome(reference, deep)
+
+
+# -- listings: a run of identical elements parsed once -------------------------------
+
+
+@st.composite
+def listings(draw: st.DrawFn) -> Any:
+    """Listing-shaped values: arrays (at the top and in a "data" object) whose
+    elements often repeat, as CortexDB's event pages do, among other members."""
+    element = st.one_of(JSON, st.just(1), st.just(1.0), st.just(True), st.just("1"))
+    runs = st.lists(st.tuples(element, st.integers(1, 3)), max_size=5)
+    body: Any = {}
+    for key in draw(st.lists(st.sampled_from(["items", "next", "x", "data"]), unique=True)):
+        if key == "data":
+            body[key] = {"items": [v for v, n in draw(runs) for _ in range(n)], "n": 2}
+        elif key == "next":
+            body[key] = draw(JSON)
+        else:
+            body[key] = [v for v, n in draw(runs) for _ in range(n)]
+    return body
+
+
+SEPARATORS = st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", " :\t")])
+
+
+@settings(max_examples=300, deadline=None)
+@given(listings(), SEPARATORS, ENCODINGS, st.booleans())
+def test_the_listing_parser_matches_json_loads(
+    value: Any, separators: Any, encoding: str, spaced: bool
+) -> None:
+    text = json.dumps(value, ensure_ascii=False, separators=separators)
+    if spaced:
+        text = f" \n{text}\t "
+    raw = text.encode(encoding, "surrogatepass")
+    assert outcome(_parse_listing, raw) == outcome(reference, raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40) | st.sampled_from([b'{"a":[1,1,12,1]}', b'{"a":[1,1.0,1e0]}']))
+def test_the_listing_parser_matches_json_loads_on_any_bytes(raw: bytes) -> None:
+    assert outcome(_parse_listing, raw) == outcome(reference, raw)
+
+
+def test_a_repeated_element_is_parsed_once_and_shared() -> None:
+    event = {"id": "evt_1", "content": {"text": "t"}, "context": {"labels": ["a", "b"]}}
+    raw = json.dumps({"items": [event, event, {**event, "id": "evt_2"}], "next": None}).encode()
+    items = _parse_listing(raw)["items"]  # type: ignore[index]
+    assert items == [event, event, {**event, "id": "evt_2"}]
+    assert items[0] is items[1]  # the same value, parsed once
+    assert items[2] is not items[1]
+    # Prefixes of the previous element's text that are not whole elements are parsed.
+    assert _parse_listing(b'{"a": [1, 12, 1, 1.5, 1e1, "1", "1"]}') == {
+        "a": [1, 12, 1, 1.5, 10.0, "1", "1"]
+    }
+
+
+def test_the_listing_parser_refuses_as_json_loads_does() -> None:
+    for raw in (b'{"a": [NaN]}', b'{"a": [1, 1] x}', b'{"a": [1,]}', b'{"a": [1 1]}', b"[1, 1]"):
+        assert outcome(_parse_listing, raw) == outcome(reference, raw)
+    deep = b'{"a": [' + b"[" * 100_000 + b"]" * 100_000 + b"]}"
+    assert outcome(_parse_listing, deep) == outcome(reference, deep)

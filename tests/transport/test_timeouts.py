@@ -7,6 +7,7 @@ Timings are short (0.5 s) and the upper bounds generous for a shared machine.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -185,6 +186,35 @@ def test_watchdog_compacts_finished_watches() -> None:
         assert len(dog._heap) < 200
     finally:
         dog.stop()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_gets_a_watchdog_of_its_own() -> None:
+    """The parent's timer thread does not exist in a forked child: the child's first
+    watch starts a new one, which cuts the child's overdue exchange. (Run in a fresh
+    interpreter: forking the test process, which has threads, is unsafe.)"""
+    code = (
+        "import os, socket, time\n"
+        "from cortex_memory.cortex.transport.watchdog import WATCHDOG\n"
+        "WATCHDOG.disarm(WATCHDOG.arm(60))\n"  # the parent's thread is running
+        "assert WATCHDOG.running\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ours, theirs = socket.socketpair()\n"
+        "    class Conn: sock = ours\n"
+        "    watch = WATCHDOG.arm(0.05)\n"
+        "    WATCHDOG.attach(Conn())\n"
+        "    ours.settimeout(10)\n"  # no watchdog: the child ends anyway, failing
+        "    try:\n"
+        "        cut = ours.recv(1) == b''\n"  # returns once the watchdog shuts the socket
+        "    except OSError:\n"
+        "        cut = False\n"
+        "    os._exit(0 if cut and watch.fired else 1)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "raise SystemExit(status >> 8)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
+    assert done.returncode == 0
 
 
 def test_importing_starts_no_thread_and_opens_no_socket() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ssl
 from pathlib import Path
-from typing import Any, Iterator, Tuple
+from typing import Any, Iterator, List, Tuple
 
 import pytest
 
@@ -58,6 +58,51 @@ def refused(eng: CortexEngine) -> UnavailableError:
 def test_an_unknown_ca_is_refused_by_default(served: Tuple[BaseDouble, TlsFront]) -> None:
     double, front = served
     refused(engine(double, front.url()))
+    assert front.handshakes == 0
+    assert TEST_TOKEN.encode() not in front.decrypted
+
+
+def test_without_options_one_context_serves_every_connection(
+    served: Tuple[BaseDouble, TlsFront], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No TLS options: the system trust store is loaded once per engine family and its
+    context used by every connection of the family and its copies (urllib3 alone
+    would build a context and load the store for each new connection), and
+    verification is as strict as before: the test CA is unknown, so every
+    connection is refused before a byte of the request is sent."""
+    double, front = served
+    loaded: List[ssl.SSLContext] = []
+    wrapped: List[ssl.SSLContext] = []
+    load_default_certs = ssl.SSLContext.load_default_certs
+    wrap_socket = ssl.SSLContext.wrap_socket
+
+    def counting_load(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loaded.append(self)
+        load_default_certs(self, *args, **kwargs)
+
+    def counting_wrap(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        if not kwargs.get("server_side"):  # (the front is in this process too)
+            wrapped.append(self)
+        return wrap_socket(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_default_certs", counting_load)
+    monkeypatch.setattr(ssl.SSLContext, "wrap_socket", counting_wrap)
+    first = engine(double, front.url())
+    assert not loaded  # nothing is loaded before a connection needs it
+    copy = first.with_timing(TIMING)
+    for eng in (first, copy, first):
+        with pytest.raises(UnavailableError, match=TLS_FAILED):
+            eng.list(ListRequest(MetaFilter(), 1))
+    assert len(loaded) == 1
+    assert len(wrapped) >= 3  # every refused attempt opened a new connection
+    assert all(context is loaded[0] for context in wrapped)
+    assert loaded[0].verify_mode == ssl.CERT_REQUIRED
+    assert loaded[0].check_hostname
+    assert loaded[0].minimum_version >= ssl.TLSVersion.TLSv1_2
+    refused(engine(double, front.url()))  # another family: its own context
+    assert len(loaded) == 2
+    assert loaded[1] is not loaded[0]
+    first.close()
     assert front.handshakes == 0
     assert TEST_TOKEN.encode() not in front.decrypted
 

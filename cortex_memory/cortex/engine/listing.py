@@ -26,13 +26,12 @@ from cortex_memory.contract.responses import Hit, ListPage
 from cortex_memory.cortex.engine.context import EngineContext
 from cortex_memory.cortex.engine.cursor import ListCursor
 from cortex_memory.cortex.engine.items import assembled, item_events
-from cortex_memory.cortex.engine.scopes import ALL_KINDS, KindScope, kind_scope, scopes_for
+from cortex_memory.cortex.engine.scopes import KindScope, kind_scope, scopes_for
 from cortex_memory.cortex.envelope.codec import decode_event
 from cortex_memory.cortex.envelope.labels import narrowing
-from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation
+from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
 from cortex_memory.cortex.envelope.rebuild import rebuild, rebuild_whole
 from cortex_memory.cortex.envelope.scopes import parse_scope
-from cortex_memory.cortex.log.read import event_id
 from cortex_memory.cortex.log.timing import PAGE_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError
@@ -67,25 +66,41 @@ class _Walk:
     def __init__(self, flt: MetaFilter, limit: int, preview: bool) -> None:
         self.limit = limit
         self.preview = preview
-        self.keepers = {kind: Keeper(flt, kind) for kind in ALL_KINDS}
+        self.filter = flt
+        # One keeper per kind met, built when first needed (most listings read one kind).
+        self.keepers: Dict[ItemKind, Keeper] = {}
         self.seen: Set[ItemId] = set()
         self.entries: List[_Entry] = []
+        self.pending = False  # some entry waits for assembly
 
     def full(self) -> bool:
         return len(self.entries) >= self.limit
 
-    def admit(self, scope: KindScope, event: object) -> None:
+    def keeper(self, kind: ItemKind) -> Keeper:
+        """The filter's keeper for ``kind`` (one per kind met: most listings read one kind)."""
+        keeper = self.keepers.get(kind)
+        if keeper is None:
+            keeper = self.keepers[kind] = Keeper(self.filter, kind)
+        return keeper
+
+    def admit(self, scope: KindScope, keeper: Keeper, event: object) -> None:
         env = decode_event(event)
-        if env is None or not self.keepers[scope.kind].keeps(env):
+        if env is None or not keeper.keeps(env):
             return
-        if env.part() not in (None, 0) or env.id in self.seen:
+        # The item must start here: its part (turn, else chunk index) is None or 0.
+        turn, chunk = env.turn, env.chunk
+        if (turn.index if turn is not None else chunk.index if chunk is not None else 0) != 0:
+            return
+        if env.id in self.seen:
             return
         self.seen.add(env.id)
-        whole = env.chunk is None and (env.turn is None or one_turn_conversation(env))
-        if whole or self.preview:
+        if chunk is None and (turn is None or one_turn_conversation(env)):
+            self.entries.append((whole_hit(env), None))
+        elif self.preview:
             self.entries.append((hit(env.id, rebuild([env]), 0.0), None))
         else:
             self.entries.append((None, (env.kind, env.id, scope.namespace)))
+            self.pending = True
 
 
 def list_items(
@@ -113,15 +128,21 @@ def list_items(
         pages += 1
         items = page.items
         offset, last = cursor.offset, cursor.last
+        admit = walk.admit
+        keeper = walk.keeper(scope.kind)
+        entries = walk.entries
         for position in range(offset, len(items)):
             event = items[position]
             offset = position + 1
-            eid = event_id(event)
-            if eid is not None and eid == last:
+            # event_id(event), written out: it runs for every event listed.
+            eid = event.get("id") if type(event) is dict else None
+            if type(eid) is not str:
+                eid = None
+            elif eid == last:
                 continue
             last = eid
-            walk.admit(scope, event)
-            if walk.full():
+            admit(scope, keeper, event)
+            if len(entries) >= req.limit:
                 following = _next_cursor(
                     scopes, index, cursor, page.next_cursor, offset, len(items), last
                 )
@@ -133,7 +154,11 @@ def list_items(
                 index += 1
         if following is not None or walk.full():
             break
-    hits = _resolve(ctx, walk.entries, deadline)
+    hits = (
+        _resolve(ctx, walk.entries, deadline)
+        if walk.pending
+        else [ready for ready, _ in walk.entries if ready is not None]
+    )
     token = following.encode() if following is not None and following.scope is not None else None
     return ListPage(tuple(hits), token)
 

@@ -14,7 +14,7 @@ regex per event, one JSON parse per event, no re-serialization.
 from __future__ import annotations
 
 import json
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from cortex_memory.contract.jsonfmt import dumps
 from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
@@ -55,9 +55,11 @@ PART_TAG = "tm:e:"
 _PART_TAG_LEN = len(PART_TAG)
 _FIRST_PART = PART_TAG + "00:"
 _FIRST_PART_LEN = len(_FIRST_PART)
+_SEPARATOR = "\x00"
 # A part number with more digits could never be below the number of labels held.
 _MAX_PART_DIGITS = 9
 _JSON_SPACE = " \t\n\r"
+_JSON_SPACE_CHARS = frozenset(_JSON_SPACE)
 
 
 class Encoded(NamedTuple):
@@ -136,12 +138,32 @@ def encode_checked(env: Envelope) -> Encoded:
     return Encoded(env.text, (*lookup, *readable, *parts))
 
 
+# json's own scanner, called directly: json.loads(text) runs it behind three
+# Python frames and two whitespace matches, which cost about as much as the
+# scan of a small envelope. It holds no state between calls.
+_SCAN: Callable[[str, int], Tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+
+
 def _load(text: str) -> object:
+    """``json.loads(text)``, or None where that raises ``ValueError`` or ``RecursionError``."""
     try:
-        return json.loads(text)
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        # No value at the start: leading whitespace (json.loads skips it), or not JSON.
+        return _loads(text) if text[:1] in _JSON_SPACE_CHARS else None
     except (ValueError, RecursionError):
         # ValueError covers JSONDecodeError and over-long integers; a deeply nested
         # text exhausts the parser's recursion.
+        return None
+    if end != len(text) and text[end:].strip(_JSON_SPACE):
+        return None  # json.loads: "Extra data"
+    return value
+
+
+def _loads(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
         return None
 
 
@@ -209,7 +231,16 @@ def from_labels(text: str, labels: Sequence[str]) -> Optional[Envelope]:
 
 
 def _v3(joined: str, text: str) -> Optional[Envelope]:
-    env = parse_envelope(_load(joined), text=text)
+    # What parse_envelope(_load(joined), text=text) gives, without their frames
+    # when the JSON scans whole (the common case); any other text goes through
+    # _load, which decides as json.loads does.
+    try:
+        value, end = _SCAN(joined, 0)
+    except (StopIteration, ValueError, RecursionError):
+        value, end = _load(joined), len(joined)
+    if end != len(joined):
+        value = _load(joined)
+    env = parse_envelope(value, text=text)
     if env is None or env.v != 3:
         return None
     return env
@@ -236,7 +267,43 @@ def decode_event(event: object) -> Optional[Envelope]:
     context = event.get("context")
     labels = context.get("labels") if type(context) is dict else None
     if type(labels) is list and labels:
-        env = from_labels(text, labels)
+        last = labels[-1]
+        if type(last) is str and last.startswith(_FIRST_PART) and _no_part_before(labels):
+            # The common case, one part numbered 00 (written last): what
+            # from_labels reads for it, scanned in place and parsed without
+            # the frames in between.
+            env = _one_part(last, text)
+        else:
+            env = from_labels(text, labels)
         if env is not None:
             return env
     return decode(text)
+
+
+def _no_part_before(labels: List[Any]) -> bool:
+    """True when no label but the last is a ``tm:e:`` part.
+
+    Joined, the other labels hold ``tm:e:`` when one of them starts with it (and
+    maybe when one holds it further in: then this says False and the caller takes
+    the general path, which decides exactly). A label that is not a string makes
+    the join fail: False as well.
+    """
+    try:
+        others = _SEPARATOR.join(labels[:-1])
+    except TypeError:
+        return False
+    return PART_TAG not in others
+
+
+def _one_part(label: str, text: str) -> Optional[Envelope]:
+    """``_v3(label[8:], text)`` for a ``tm:e:00:`` label: the JSON scanned where it starts."""
+    try:
+        value, end = _SCAN(label, _FIRST_PART_LEN)
+    except (StopIteration, ValueError, RecursionError):
+        return _v3(label[_FIRST_PART_LEN:], text)
+    if end != len(label):
+        return _v3(label[_FIRST_PART_LEN:], text)
+    env = parse_envelope(value, text=text)
+    if env is None or env.v != 3:
+        return None
+    return env

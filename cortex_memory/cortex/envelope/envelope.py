@@ -9,13 +9,14 @@ bytes matter (§7.12) and only the contract's ``jsonfmt.dumps`` writes it.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, TypeVar
 
 from cortex_memory.contract.items import ItemKind, LearningKind, Role
 from cortex_memory.contract.jsonfmt import F32, format_timestamp, parse_timestamp, to_f32
-from cortex_memory.contract.meta import MemoryMeta, ToolCallRef
+from cortex_memory.contract.meta import MemoryMeta, ToolCallRef, common_meta
 from cortex_memory.errors import Error
 
 __all__ = [
@@ -27,6 +28,12 @@ __all__ = [
 ]
 
 _E = TypeVar("_E")
+
+_DEFAULT_META = MemoryMeta()
+# to_f32's struct, called without its frame for a float (see _parse).
+_F32 = struct.Struct("<f")
+_F32_PACK = _F32.pack
+_F32_UNPACK = _F32.unpack
 
 U32_MAX = 0xFFFF_FFFF
 """Indexes and counts are u32 on the wire."""
@@ -191,49 +198,79 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
     version = get("v")
     item_id = get("id")
     own_text = get("text")
-    if type(version) is not int or type(item_id) is not str or type(own_text) is not str:
+    kind = get("kind")
+    if (
+        type(version) is not int
+        or type(item_id) is not str
+        or type(own_text) is not str
+        or type(kind) is not str
+    ):
+        raise _NotOurs
+    kind = _KINDS.get(kind)
+    if kind is None:
         raise _NotOurs
     ws = get("ws")
     title = get("title")
     mime = get("mime")
     evidence = get("evidence")
-    for optional in (ws, title, mime, evidence):
-        if optional is not None and type(optional) is not str:
-            raise _NotOurs
+    if not ws is title is mime is evidence is None:  # (all four absent: the common case)
+        for optional in (ws, title, mime, evidence):
+            if optional is not None and type(optional) is not str:
+                raise _NotOurs
     raw_confidence = get("confidence")
     confidence: Optional[float] = None
     if raw_confidence is not None:
-        if type(raw_confidence) is not float and type(raw_confidence) is not int:
+        if type(raw_confidence) is float:
+            try:
+                confidence = _F32_UNPACK(_F32_PACK(raw_confidence))[0]
+            except OverflowError:  # past the float32 range: to_f32 gives an infinity
+                confidence = to_f32(raw_confidence)
+        elif type(raw_confidence) is int:
+            confidence = to_f32(raw_confidence)
+        else:
             raise _NotOurs
-        confidence = to_f32(raw_confidence)
     learning_kind = get("learning_kind")
+    if learning_kind is not None:
+        learning_kind = _LEARNING_KINDS.get(learning_kind) if type(learning_kind) is str else None
+        if learning_kind is None:
+            raise _NotOurs
+    fp = get("fp")
+    fd = get("fd")
     turn = get("turn")
     chunk = get("chunk")
-    # Envelope's __init__ only assigns its fields (no checks, no defaults left to
-    # fill: every field is given here), so they are set directly, which costs a
-    # fraction of a frozen dataclass's fifteen object.__setattr__ calls.
+    # Envelope's __init__ only assigns its fields, with no checks, so they are set
+    # directly (a fraction of a frozen dataclass's fifteen object.__setattr__
+    # calls). A member left at its default is not set at all: every field but
+    # the first four has a default, which the class holds, and equality, hashing,
+    # repr and replace() read fields as attributes.
     env = object.__new__(Envelope)
-    env.__dict__.update(
-        {
-            "id": item_id,
-            "kind": _member(_KINDS, get("kind")),
-            "text": own_text if text is None else text,
-            "meta": _meta(get("meta")),
-            "ws": ws,
-            "fp": _str_tuple(get("fp")),
-            "fd": _str_tuple(get("fd")),
-            "title": title,
-            "mime": mime,
-            "learning_kind": (
-                None if learning_kind is None else _member(_LEARNING_KINDS, learning_kind)
-            ),
-            "confidence": confidence,
-            "evidence": evidence,
-            "turn": None if turn is None else _turn(turn),
-            "chunk": None if chunk is None else _chunk(chunk),
-            "v": version,
-        }
-    )
+    found = env.__dict__
+    found["id"] = item_id
+    found["kind"] = kind
+    found["text"] = own_text if text is None else text
+    found["meta"] = _meta(get("meta"))
+    if ws is not None:
+        found["ws"] = ws
+    if fp is not None:
+        found["fp"] = _str_tuple(fp)
+    if fd is not None:
+        found["fd"] = _str_tuple(fd)
+    if title is not None:
+        found["title"] = title
+    if mime is not None:
+        found["mime"] = mime
+    if learning_kind is not None:
+        found["learning_kind"] = learning_kind
+    if confidence is not None:
+        found["confidence"] = confidence
+    if evidence is not None:
+        found["evidence"] = evidence
+    if turn is not None:
+        found["turn"] = _turn(turn)
+    if chunk is not None:
+        found["chunk"] = _chunk(chunk)
+    if version != 3:
+        found["v"] = version
     return env
 
 
@@ -246,6 +283,11 @@ def _meta(value: object) -> MemoryMeta:
     common case parses each time once.
     """
     o = _obj(value)
+    if not o:
+        return _DEFAULT_META
+    quick = common_meta(o)
+    if quick is not None:
+        return quick
     try:
         return MemoryMeta.from_json(o)
     except Error:

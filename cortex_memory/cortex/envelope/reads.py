@@ -9,20 +9,35 @@ through ``same_id``.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
+from operator import attrgetter
 from typing import Dict, Optional, Tuple
 
 from cortex_memory.contract.filter import MetaFilter
-from cortex_memory.contract.items import ItemKind, StoreItem
+from cortex_memory.contract.items import ItemKind, StoreItem, Turn
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.responses import Hit
+from cortex_memory.contract.text import is_blank
 from cortex_memory.cortex.envelope.digests import path_digest
 from cortex_memory.cortex.envelope.envelope import Envelope
 from cortex_memory.cortex.envelope.rebuild import rebuild
 
-__all__ = ["Keeper", "event_hit", "hit", "keeps", "located_meta", "one_turn_conversation"]
+__all__ = [
+    "Keeper",
+    "event_hit",
+    "hit",
+    "keeps",
+    "located_meta",
+    "one_turn_conversation",
+    "whole_hit",
+]
 
 _Met = Tuple[bool, bool, bool]
+# Every criterion of a filter but its kinds and reach, and their values when unset.
+_OTHER_CRITERIA = attrgetter(
+    *(field.name for field in fields(MetaFilter) if field.name not in ("kinds", "reach"))
+)
+_NO_OTHER_CRITERIA = _OTHER_CRITERIA(MetaFilter())
 
 
 def _wanted(value: Optional[str]) -> Tuple[str, ...]:
@@ -41,10 +56,15 @@ class Keeper:
     state, so it may be shared by threads.
     """
 
-    __slots__ = ("_fd", "_fp", "_kind", "_reduced", "_ws")
+    __slots__ = ("_fd", "_fp", "_kind", "_kinds", "_reach", "_reach_only", "_reduced", "_ws")
 
     def __init__(self, flt: MetaFilter, kind: Optional[ItemKind] = None) -> None:
         self._kind = kind
+        # A filter of kinds and a reach alone (the usual listing): keeps() checks
+        # those two itself, as MetaFilter.matches would, without its other checks.
+        self._reach_only = _OTHER_CRITERIA(flt) == _NO_OTHER_CRITERIA
+        self._kinds = flt.kinds
+        self._reach = flt.reach
         self._ws = path_digest(flt.workspace) if flt.workspace is not None else None
         self._fp = _wanted(flt.file_path)
         self._fd = _wanted(flt.folder)
@@ -69,6 +89,14 @@ class Keeper:
         """True when ``env`` passes the filter (and has the fixed kind, if any)."""
         if self._kind is not None and env.kind is not self._kind:
             return False
+        if self._reach_only:
+            if self._kinds and env.kind not in self._kinds:
+                return False
+            reach = self._reach
+            if reach is None:
+                # No reach still leaves out service sandboxes.
+                return env.meta.namespace._last_service < 0
+            return reach.admits(env.meta.namespace)
         ws_met = False
         if self._ws is not None and env.ws is not None:
             if env.ws != self._ws:
@@ -114,6 +142,43 @@ def hit(item_id: str, item: StoreItem, score: float = 0.0) -> Hit:
     the item's own fingerprint may differ from the id it was stored under).
     """
     return Hit(item_id, item.item_kind, item.render_text(), item.meta, score, item.item_confidence)
+
+
+def whole_hit(env: Envelope) -> Hit:
+    """``hit(env.id, rebuild([env]))`` for the one envelope of a whole item, built directly.
+
+    A listing builds one hit per admitted item; for a learning, a document in
+    one event and a one-turn conversation this reads the hit's text and
+    confidence straight from the envelope instead of building the contract
+    item first and rendering it. The envelope's members already have their
+    exact types and the confidence is already a float32, so the checks and
+    rounding of ``Learning`` and ``Hit`` construction would change nothing.
+    Any other envelope takes the general path.
+    """
+    kind = env.kind
+    confidence: Optional[float] = None
+    if kind is ItemKind.LEARNING:
+        text = env.text
+        confidence = 0.0 if env.confidence is None else env.confidence
+    elif kind is ItemKind.DOCUMENT and env.chunk is None:
+        title = env.title
+        text = env.text if title is None or is_blank(title) else f"# {title}\n\n{env.text}"
+    elif kind is ItemKind.CONVERSATION and env.turn is not None:
+        turn = env.turn
+        text = Turn(turn.role, env.text, turn.at, turn.tool_calls).render()
+    else:
+        return hit(env.id, rebuild([env]), 0.0)
+    # Hit's fields are set directly; score and confidence keep the class's
+    # defaults (0.0, None) unless a confidence is set.
+    out = object.__new__(Hit)
+    found = out.__dict__
+    found["id"] = env.id
+    found["kind"] = kind
+    found["text"] = text
+    found["meta"] = env.meta
+    if confidence is not None:
+        found["confidence"] = confidence
+    return out
 
 
 def event_hit(env: Envelope, score: float = 0.0) -> Hit:

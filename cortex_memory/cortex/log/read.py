@@ -106,7 +106,9 @@ class Log:
         if cursor is not None:
             query += f"&cursor={urlencode(cursor)}"
         route = self.route(Route.EVENTS)
-        body = self._client.retry_transient("GET", f"{route}?{query}", deadline=deadline).data
+        body = self._client.retry_transient(
+            "GET", f"{route}?{query}", deadline=deadline, listing=True
+        ).data
         items: List[Any] = []
         following: Optional[str] = None
         if isinstance(body, dict):

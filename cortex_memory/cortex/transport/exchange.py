@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport.actor import (
-    ActorCache,
     ActorState,
     LookupOutcome,
     actor_from_whoami,
@@ -46,15 +45,14 @@ from cortex_memory.cortex.transport.failure import (
     strip_query,
     transport_failure,
 )
-from cortex_memory.cortex.transport.pause import RateLimitPause
-from cortex_memory.cortex.transport.pool import new_pool_manager, no_retries
-from cortex_memory.cortex.transport.proxy import Proxy, proxy_auth_failure, proxy_failure
+from cortex_memory.cortex.transport.family import Family
+from cortex_memory.cortex.transport.pool import no_retries
+from cortex_memory.cortex.transport.proxy import proxy_auth_failure, proxy_failure
 from cortex_memory.cortex.transport.redact import Scrubber
-from cortex_memory.cortex.transport.response import Body, Response, decode_data, encode_body
-from cortex_memory.cortex.transport.tls import Tls
+from cortex_memory.cortex.transport.response import Body, Response, answer, decode_data, encode_body
 from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
 from cortex_memory.cortex.wire import CortexWire, Route
-from cortex_memory.errors import EngineError, Error, UnavailableError
+from cortex_memory.errors import EngineError, Error, UnauthorizedError, UnavailableError
 
 __all__ = ["Exchange", "Family"]
 
@@ -85,51 +83,6 @@ def _scrubber(bearer: str) -> Scrubber:
     return Scrubber(bearer[len("Bearer ") :])
 
 
-class Family:
-    """What a client shares with its copies: the urllib3 pool, the actor cache, the pause.
-
-    A family serves one endpoint (copies never change it), so the pool key of
-    its one origin is computed here, once: building the key is most of the
-    cost of ``connection_from_host`` (several microseconds a request). The
-    origin is the endpoint's, or the proxy's when an ``http`` endpoint goes
-    through a forwarding proxy; ``prefix`` is what a request target starts with
-    (the endpoint's path, or its whole base URL for a forwarding proxy).
-    """
-
-    __slots__ = ("_context", "_key", "actor", "forwarding", "pause", "pool", "prefix", "proxy")
-
-    def __init__(
-        self, endpoint: Endpoint, proxy: Optional[Proxy] = None, tls: Optional[Tls] = None
-    ) -> None:
-        self.pool = new_pool_manager(proxy, tls)
-        self.proxy = proxy
-        self.actor = ActorCache()
-        self.pause = RateLimitPause()
-        # A plain-http endpoint's requests are forwarded: the proxy is their origin.
-        self.forwarding = proxy if endpoint.scheme == "http" else None
-        if self.forwarding is not None:
-            forwarding = self.forwarding
-            scheme, host, port = forwarding.scheme, forwarding.host, forwarding.port
-            self.prefix = endpoint.base
-        else:
-            scheme, host, port = endpoint.scheme, endpoint.host, endpoint.port
-            self.prefix = endpoint.path
-        # What connection_from_host puts in its request context.
-        context = dict(self.pool.connection_pool_kw)
-        context.update(scheme=scheme, port=port, host=host)
-        self._key = self.pool.key_fn_by_scheme[scheme](context)
-        self._context = context
-
-    def connections(self) -> Any:
-        """urllib3's connection pool for the family's origin (``connection_from_host``'s).
-
-        The pool manager still owns its pools: a cleared or evicted pool is
-        built again from the same context.
-        """
-        # A missing pool is built from a copy: building one alters the context.
-        return self.pool.connection_from_pool_key(self._key, request_context=dict(self._context))
-
-
 class Exchange:
     """A client's settings and its one-attempt machinery (not used on its own).
 
@@ -137,7 +90,10 @@ class Exchange:
     state a copy carries over.
     """
 
-    __slots__ = ("_credential", "_defaults", "_endpoint", "_family", "_timing", "_wire")
+    __slots__ = (
+        "_credential", "_defaults", "_endpoint", "_family", "_signed", "_timeout", "_timing",
+        "_wire",
+    )  # fmt: skip
 
     _wire: CortexWire
     _endpoint: Endpoint
@@ -145,6 +101,23 @@ class Exchange:
     _timing: Timing
     _defaults: Dict[str, str]
     _family: Family
+    # A static credential's Authorization value and its scrubber, worked out once
+    # (None for a dynamic credential, or a key that is not a valid header value:
+    # those are resolved, and refused, on every attempt as before).
+    _signed: Optional[Tuple[str, Scrubber]]
+    # The Timeout of an attempt bounded by the timing alone, built on first use.
+    _timeout: Any
+
+    def _sign(self) -> None:
+        """Set ``_signed`` for the credential (see above) and clear ``_timeout``."""
+        self._timeout = None
+        self._signed = None
+        if self._credential.is_static:
+            try:
+                bearer = authorization(self._credential)
+            except UnauthorizedError:
+                return
+            self._signed = (bearer, _scrubber(bearer))
 
     def _where(self, route: str) -> str:
         return f"memory API {strip_query(route)} on {self._endpoint.host}"
@@ -174,15 +147,24 @@ class Exchange:
         read: bool = True,
         parse: bool = True,
         actor: bool = True,
+        listing: bool = False,
     ) -> Response:
-        """Build and send one request, then read and map its answer (engine.md §5.4–5.6)."""
+        """Build and send one request, then read and map its answer (engine.md §5.4–5.6).
+
+        ``listing``: the answer is a listing (its repeated elements are parsed once).
+        """
         if not isinstance(route, str):
             raise TypeError(f"route must be a str, not {type(route).__name__}")
         where = self._where(route)
         family = self._family
         family.pause.wait(deadline, where)
         relative = self._relative(route)
-        bearer = authorization(self._credential)
+        signed = self._signed
+        if signed is None:
+            bearer = authorization(self._credential)
+            scrubbed = _scrubber(bearer)
+        else:
+            bearer, scrubbed = signed
         headers = {"Authorization": bearer}
         headers.update(self._defaults)
         headers["Accept-Encoding"] = "identity"
@@ -205,8 +187,15 @@ class Exchange:
         seconds = left if left is not None and by_deadline else limit
         if seconds <= 0:
             raise deadline.error(where)
-        connect = min(self._timing.connect_timeout, seconds)
-        timeout = _urllib3().Timeout(connect=connect, read=seconds)
+        if by_deadline or self._timeout is None:
+            connect = min(self._timing.connect_timeout, seconds)
+            timeout = _urllib3().Timeout(connect=connect, read=seconds)
+            if not by_deadline:
+                # The timing's own bound: the same for every attempt of this client.
+                # (urllib3 copies a Timeout before using it.)
+                self._timeout = timeout
+        else:
+            timeout = self._timeout
 
         watch = WATCHDOG.arm(seconds)
         try:
@@ -243,12 +232,13 @@ class Exchange:
                         exc, family.proxy, host=endpoint.host, hide=hide
                     ) from exc
                 raise transport_failure(
-                    exc, host=endpoint.host, hide=hide, scrubbed=_scrubber(bearer)
+                    exc, host=endpoint.host, hide=hide, scrubbed=scrubbed
                 ) from exc
             WATCHDOG.follow(watch, response)
             return self._answer(
-                response, watch, route, where, deadline, by_deadline, read, parse, bearer
-            )
+                response, watch, route, where, deadline, by_deadline, read, parse, scrubbed,
+                listing,
+            )  # fmt: skip
         finally:
             WATCHDOG.disarm(watch)
 
@@ -271,7 +261,8 @@ class Exchange:
         by_deadline: bool,
         read: bool,
         parse: bool,
-        bearer: str,
+        scrubbed: Scrubber,
+        listing: bool = False,
     ) -> Response:
         status = int(response.status)
         ok = 200 <= status < 300
@@ -323,12 +314,11 @@ class Exchange:
                 route=route,
                 host=self._endpoint.host,
                 hosted=self._wire.hosted,
-                scrubbed=_scrubber(bearer),
+                scrubbed=scrubbed,
             )
-        scrubbed = _scrubber(bearer)
         if not read or not parse:
             # Unparsed data is bytes (bytes(b) of a bytes object is that object).
-            return Response(status, bytes(raw) if read else None, response.headers, scrub=scrubbed)
+            return answer(status, bytes(raw) if read else None, response.headers, scrubbed)
         data = decode_data(
             status,
             raw,
@@ -337,8 +327,9 @@ class Exchange:
             host=self._endpoint.host,
             where=where,
             scrubbed=scrubbed,
+            listing=listing,
         )
-        return Response(status, data, response.headers, scrub=scrubbed)
+        return answer(status, data, response.headers, scrubbed)
 
     def _whoami(self, deadline: Deadline) -> LookupOutcome:
         """Ask ``v1/auth/whoami`` once (no actor header); never raises for a failed lookup."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from functools import lru_cache
 from typing import Iterable, Optional, Tuple
 from urllib.parse import quote
 
@@ -38,9 +39,14 @@ def fresh_claim() -> str:
     return f"tm-{salt}-{time.time_ns()}-{seq}"
 
 
+@lru_cache(maxsize=512)
 def urlencode(value: str) -> str:
     """Percent-encode ``value`` for a query or path segment (uppercase hex, nothing kept but
-    ``A-Z a-z 0-9 - . _ ~``)."""
+    ``A-Z a-z 0-9 - . _ ~``).
+
+    Remembered for the last 512 values: the same scope paths and labels are
+    encoded for request after request, and ``quote`` works byte by byte.
+    """
     return quote(value, safe="")
 
 

@@ -11,7 +11,9 @@ What the TLS connections of a client use, first match wins:
    is loaded. A client certificate is shown to the server when it asks;
 3. ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` in the environment, read when the client
    is built (only when a connection will use TLS): the trust store, as in 2;
-4. otherwise urllib3's default: the system trust store.
+4. otherwise the system trust store, as urllib3 would load it for each new
+   connection, in one context built on the client family's first request and
+   shared by its connections (:func:`system_tls`, :mod:`.family`).
 
 Every file is read when the client is built, so a missing or unreadable bundle
 is a ``ConfigError`` naming the setting, not a failed request later. A client
@@ -37,7 +39,7 @@ from typing import Mapping, NoReturn, Optional
 
 from cortex_memory.errors import ConfigError
 
-__all__ = ["Tls", "tls_settings"]
+__all__ = ["Tls", "system_tls", "tls_settings"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,19 @@ def _new_context() -> ssl.SSLContext:
     from urllib3.util.ssl_ import create_urllib3_context
 
     return create_urllib3_context()
+
+
+def system_tls() -> Tls:
+    """The settings urllib3 uses without TLS options, as one context to share.
+
+    urllib3 builds this for every new connection when given no context:
+    ``create_urllib3_context()`` (TLS 1.2 or later, ``CERT_REQUIRED``, host
+    names checked), then ``load_default_certs()`` (the system's trust store).
+    Built once, it serves every connection of an engine family.
+    """
+    context = _new_context()
+    context.load_default_certs()
+    return Tls(context, enforce=True)
 
 
 def tls_settings(

@@ -30,6 +30,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import os
 import socket
 import threading
 import time
@@ -73,7 +74,10 @@ class Watchdog:
     """A single timer thread that cuts the connections of overdue exchanges."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        # The condition's own lock, held directly where nothing waits or is
+        # notified (a plain lock costs no Python frame to enter).
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._heap: List[Tuple[float, int, Watch]] = []
         self._live = 0
         self._seq = itertools.count()
@@ -87,11 +91,11 @@ class Watchdog:
     def arm(self, seconds: float) -> Watch:
         """Start watching an exchange of the current thread that must end within ``seconds``."""
         watch = Watch(time.monotonic() + seconds)
-        with self._cond:
+        with self._mutex:
             heapq.heappush(self._heap, (watch.deadline, next(self._seq), watch))
             self._live += 1
-            if self._thread is None or not self._thread.is_alive():
-                # (Not alive: this is a forked child, where the parent's thread is gone.)
+            if self._thread is None:
+                # (None also in a forked child: see _forked.)
                 self._generation += 1
                 self._thread = threading.Thread(
                     target=self._run,
@@ -110,20 +114,20 @@ class Watchdog:
         watch: Optional[Watch] = getattr(self._local, "watch", None)
         if watch is None:
             return
-        with self._cond:
+        with self._mutex:
             if not watch._done:
                 watch._conn = conn
 
     def follow(self, watch: Watch, response: Any) -> None:
         """Record the response of ``watch``; once it has released its connection, nothing is cut."""
-        with self._cond:
+        with self._mutex:
             watch._response = response
 
     def disarm(self, watch: Watch) -> None:
         """Stop watching; the watch's entry is dropped lazily."""
         if getattr(self._local, "watch", None) is watch:
             self._local.watch = None
-        with self._cond:
+        with self._mutex:
             if watch._done:
                 return
             watch._done = True
@@ -210,6 +214,19 @@ class Watchdog:
             sock.shutdown(socket.SHUT_RDWR)
         logger.debug("an HTTP exchange passed its deadline; its connection was cut")
 
+    def _forked(self) -> None:
+        """In a forked child: the parent's timer thread does not exist here."""
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
+        self._thread = None
+        self._target = float("inf")
+        self._heap = []
+        self._live = 0
+        self._local = threading.local()
+
 
 WATCHDOG = Watchdog()
 """The process-wide watchdog (it starts no thread until the first request)."""
+
+if hasattr(os, "register_at_fork"):  # POSIX: a child starts with no watchdog thread
+    os.register_at_fork(after_in_child=WATCHDOG._forked)
