@@ -48,27 +48,34 @@ DEEPEST = Namespace.parse(NODES[-1])
 DOCS_AND_LEARNINGS = (ItemKind.DOCUMENT, ItemKind.LEARNING)
 
 # (wire, case) -> (minimum, derivation). Each minimum is what the API itself needs to
-# give the contract's results, derived from the routes alone, not from the engine's
-# flow: a listing or a lookup (GET events) names one scope; a bulk write takes events
-# of any scopes (<= 1000); ?wait=indexed (Direct) holds a write until its events are
-# indexed, and an indexed event is listed and ranked (doubles.md "Indexing": listing
-# and recall see an event from the moment it is indexed); the hosted API has no bulk
-# and no wait; recall packs are per scope (spec decision 5: view "granular", no
-# server-side traversal). Replay detection needs one lookup per scope: an item's
-# identity (its fingerprint) leaves out observed_at and the body key covers the whole
-# body and lives 24 h, so the server alone cannot answer a replay (docs/flows.md).
+# give the contract's results, derived from the routes and from what the wire may do,
+# not from the engine's flow: a listing or a lookup (GET events) names one scope; a bulk
+# write takes events of any scopes (<= 1000); the hosted API has no bulk and no wait;
+# recall packs are per scope (spec decision 5: view "granular", no server-side
+# traversal). Replay detection needs one lookup per scope: an item's identity (its
+# fingerprint) leaves out observed_at and the body key covers the whole body and lives
+# 24 h, so the server alone cannot answer a replay (docs/flows.md).
+# Read-after-write (WaitFor.VISIBLE): the wire may answer a listing without an event
+# that a ?wait=indexed write already returned (doubles.md models it on both wires with
+# hide_listing_for and arm_after_write; engine.md §8.4 "Listed" is fatal), so only a
+# listing of each written scope proves an item readable: one per scope, narrowed to
+# its last item. Ranked visibility (engine.md §8.4 "Settled") can only be observed
+# through a recall; one probe for the batch's last item is the least that observes it.
+# Trusting ?wait=indexed alone (4 requests on Direct) would give up the listed
+# guarantee the wire does not make.
 MINIMA: Dict[Tuple[str, str], Tuple[int, str]] = {
     ("direct", "store_many"): (
-        4,
+        8,
         "3 replay lookups (GET events names one scope; each lookup holds the <= 34 "
         "item labels of its scope) + 1 bulk write with ?wait=indexed (any scopes, <= 1000 "
-        "events; its 200 means every event is indexed, hence listed and ranked)",
+        "events) + 3 listings (a listing may lag an indexed write: one per scope proves "
+        "its items readable) + 1 ranked probe (only recall shows ranked visibility)",
     ),
     ("hosted", "store_many"): (
-        106,
+        107,
         "3 replay lookups + 100 writes (one event per request, no bulk) + 3 listings "
-        "(no ?wait on this API: the last write of each scope must be seen listed; listed "
-        "means indexed, which recall sees too, so no ranked probe)",
+        "(no ?wait on this API: the last write of each scope must be seen listed) + 1 "
+        "ranked probe (only recall shows ranked visibility)",
     ),
     ("direct", "fetch, reach"): (8, "1 recall pack per scope (granular, one scope each)"),
     ("hosted", "fetch, reach"): (8, "1 recall pack per scope (granular, one scope each)"),
@@ -95,15 +102,8 @@ MINIMA: Dict[Tuple[str, str], Tuple[int, str]] = {
 # What the engine's flow sends when it differs from the wire minimum, and why.
 FLOW_NOTES: Dict[Tuple[str, str], str] = {
     ("direct", "store_many"): (
-        "the engine sends 3 + 1 + 3 + 1 = 8: after the indexed bulk it still lists the "
-        "last write of each scope (engine.md §8.4: a listing may lag an indexed write; "
-        "the double's hide_listing_for models it) and probes recall for the last item "
-        "(best effort); trusting ?wait=indexed would reach 4. (It already batches every "
-        "item into one bulk instead of engine.md §9.4's one write per item: 107.)"
-    ),
-    ("hosted", "store_many"): (
-        "the engine sends 3 + 100 + 3 + 1 = 107: the recall probe for the last item "
-        "(engine.md §8.4, best effort) comes on top of the listings"
+        "the engine batches every item into one bulk (engine.md §9.4's one write per "
+        "item would send 107) and checks each scope once, for its last item"
     ),
 }
 
