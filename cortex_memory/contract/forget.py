@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Tuple
+from typing import Any, ClassVar, Dict, Iterable, Tuple
 
-from cortex_memory.contract._coerce import req_int, req_type, set_attr, str_tuple
+from cortex_memory.contract._coerce import req_type, set_attr, str_tuple
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract._read import get_int, get_str_tuple, obj
+from cortex_memory.contract._read import get_str_tuple, obj
+from cortex_memory.contract._wire import COUNT, Shape, Wire
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.items import ItemId
 from cortex_memory.errors import InvalidRequestError
@@ -114,20 +115,9 @@ class ForgetFilter(ForgetTarget):
 
 
 @dataclass(frozen=True)
-class ForgetReport:
+class ForgetReport(Wire):
     """How many items were actually removed ↔ ``{forgotten}``."""
 
+    _SHAPE: ClassVar[Shape] = Shape.of("forget report", forgotten=COUNT)
+
     forgotten: int
-
-    def __post_init__(self) -> None:
-        req_int(self, "forgotten", self.forgotten)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{forgotten}``."""
-        return {"forgotten": self.forgotten}
-
-    @classmethod
-    def from_json(cls, value: object) -> ForgetReport:
-        """Read ``{forgotten}``."""
-        o = obj(value, "forget report")
-        return cls(get_int(o, "forgotten", "forget report"))
