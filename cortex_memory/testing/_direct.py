@@ -237,12 +237,3 @@ class DirectDouble(BaseDouble):
 
     wire = "direct"
     routes = DIRECT_ROUTES
-
-    def __enter__(self) -> DirectDouble:
-        self.start()
-        return self
-
-    def start(self, *, port: int = 0) -> DirectDouble:
-        """Bind `127.0.0.1:port` (0: a free port) and serve from a daemon thread."""
-        super().start(port=port)
-        return self
