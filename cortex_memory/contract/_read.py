@@ -28,6 +28,7 @@ __all__ = [
     "get_str_tuple",
     "get_timestamp",
     "obj",
+    "only_key",
     "opt_bool",
     "opt_f32",
     "opt_int",
@@ -46,6 +47,13 @@ def obj(value: object, what: str) -> JsonObject:
     if not isinstance(value, dict):
         raise InvalidRequestError(f"{what} must be a JSON object")
     return value
+
+
+def only_key(value: object, what: str) -> Tuple[JsonObject, Optional[str]]:
+    """An externally tagged value: the JSON object and its one key (``None`` when it
+    holds no key or several)."""
+    o = obj(value, what)
+    return o, (next(iter(o)) if len(o) == 1 else None)
 
 
 def require(o: JsonObject, key: str, what: str) -> Any:
