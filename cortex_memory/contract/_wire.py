@@ -67,7 +67,8 @@ Reader = Callable[[JsonObject, str, str], Any]
 #: ``value -> JSON value``.
 Writer = Callable[[Any], Any]
 
-_W = TypeVar("_W", bound="Wire")
+# Named as PEP 673 spells it, so the API reference reads ``from_json(...) -> Self``.
+Self = TypeVar("Self", bound="Wire")
 _REQUIRED: Any = object()
 
 
@@ -195,7 +196,7 @@ class Written:
         self._SHAPE.check(self)
 
     def to_json(self) -> Dict[str, Any]:
-        """The wire object: keys in wire order, unset options and empty lists left out."""
+        """The wire object the class describes, its keys in wire order."""
         return self._SHAPE.write(self)
 
 
@@ -203,9 +204,10 @@ class Wire(Written):
     """A :class:`Written` value that is also read back from its JSON."""
 
     @classmethod
-    def from_json(cls: Type[_W], value: object) -> _W:
-        """Read the wire object; a bad field is ``InvalidRequestError`` naming it."""
-        built: _W = cast(Any, cls)(**cls._SHAPE.read(value))
+    def from_json(cls: Type[Self], value: object) -> Self:
+        """Read the wire object the class describes; a bad field is
+        ``InvalidRequestError`` naming it."""
+        built: Self = cast(Any, cls)(**cls._SHAPE.read(value))
         return built
 
 
