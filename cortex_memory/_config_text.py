@@ -17,7 +17,7 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional, Type
 
 from cortex_memory.errors import ConfigError
 
@@ -92,16 +92,7 @@ def parse_toml(text: str, where: str) -> Any:
     problem = _toml_shape_problem(text)
     if problem is not None:
         raise ConfigError(f"{where}not valid TOML: {problem}")
-    try:
-        return toml.loads(text)
-    except toml.TOMLDecodeError as exc:
-        # The parser's message gives the line and column, never the value.
-        raise ConfigError(f"{where}not valid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{where}not valid TOML: nested too deeply") from None
-    except ValueError:
-        # A value the parser could not convert; Python's own message may quote it.
-        raise ConfigError(f"{where}not valid TOML: a value cannot be read") from None
+    return _load("TOML", where, toml.loads, text, toml.TOMLDecodeError)
 
 
 def _bounded_int(digits: str) -> int:
@@ -118,18 +109,37 @@ def parse_json(text: str, where: str) -> Any:
     """Parse a JSON document; numbers longer than ``MAX_DIGITS`` digits are refused."""
     if not isinstance(text, str):
         raise TypeError(f"JSON text must be a str, not {type(text).__name__}")
+    return _load("JSON", where, _json_loads, text, json.JSONDecodeError)
+
+
+def _json_loads(text: str) -> Any:
+    return json.loads(text, parse_int=_bounded_int)
+
+
+def _load(
+    fmt: str,
+    where: str,
+    load: Callable[[str], Any],
+    text: str,
+    decode_error: Type[ValueError],
+) -> Any:
+    """``load(text)``, a failure turned into ``ConfigError("{where}not valid {fmt}: ...")``.
+
+    The decoder's own message gives the line and column, never the value; any
+    other ``ValueError`` is a value the parser could not convert, whose Python
+    message may quote it, so it is not repeated.
+    """
     try:
-        return json.loads(text, parse_int=_bounded_int)
+        return load(text)
     except _TooLong:
-        raise ConfigError(
-            f"{where}not valid JSON: a number longer than {MAX_DIGITS} digits"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{where}not valid JSON: {exc}") from None
+        problem = f"a number longer than {MAX_DIGITS} digits"
+    except decode_error as exc:
+        problem = str(exc)
     except RecursionError:
-        raise ConfigError(f"{where}not valid JSON: nested too deeply") from None
+        problem = "nested too deeply"
     except ValueError:
-        raise ConfigError(f"{where}not valid JSON: a value cannot be read") from None
+        problem = "a value cannot be read"
+    raise ConfigError(f"{where}not valid {fmt}: {problem}") from None
 
 
 # ------------------------------------------------------------ the TOML scan

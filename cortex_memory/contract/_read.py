@@ -9,7 +9,7 @@ reads ``Option`` fields.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 from cortex_memory.contract._enum import WireEnum
 from cortex_memory.contract.jsonfmt import parse_timestamp, to_f32
@@ -28,6 +28,7 @@ __all__ = [
     "get_str_tuple",
     "get_timestamp",
     "obj",
+    "only_key",
     "opt_bool",
     "opt_f32",
     "opt_int",
@@ -48,6 +49,13 @@ def obj(value: object, what: str) -> JsonObject:
     return value
 
 
+def only_key(value: object, what: str) -> Tuple[JsonObject, Optional[str]]:
+    """An externally tagged value: the JSON object and its one key (``None`` when it
+    holds no key or several)."""
+    o = obj(value, what)
+    return o, (next(iter(o)) if len(o) == 1 else None)
+
+
 def require(o: JsonObject, key: str, what: str) -> Any:
     """Return the value at ``key``; a missing or null key is refused."""
     value = o.get(key)
@@ -56,20 +64,30 @@ def require(o: JsonObject, key: str, what: str) -> Any:
     return value
 
 
+def _default(key: str, what: str, default: Any) -> Any:
+    """What a missing key reads as: ``default``, or a refusal when there is none."""
+    if default is _MISSING:
+        raise InvalidRequestError(f"{what} needs `{key}`")
+    return default
+
+
+def _typed(value: object, key: str, what: str, cls: type, noun: str) -> Any:
+    """``value`` when it is a ``cls``; else a refusal naming the field and ``noun``."""
+    if not isinstance(value, cls):
+        raise InvalidRequestError(f"{what}.{key} must be {noun}")
+    return value
+
+
 def get_str(o: JsonObject, key: str, what: str) -> str:
     """A required string."""
-    value = require(o, key, what)
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{what}.{key} must be a string")
-    return value
+    text: str = _typed(require(o, key, what), key, what, str, "a string")
+    return text
 
 
 def get_opt_str(o: JsonObject, key: str, what: str) -> Optional[str]:
     """An optional string (missing or null gives ``None``)."""
     value = o.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise InvalidRequestError(f"{what}.{key} must be a string")
+    return None if value is None else get_str(o, key, what)
 
 
 def _int(value: object, key: str, what: str) -> int:
@@ -78,40 +96,41 @@ def _int(value: object, key: str, what: str) -> int:
     return value
 
 
-def get_int(o: JsonObject, key: str, what: str, default: Any = _MISSING) -> int:
-    """A required non-negative integer, or ``default`` when one is given."""
+def _present(
+    o: JsonObject, key: str, what: str, default: Any, parse: Callable[[object, str, str], Any]
+) -> Any:
+    """``parse`` of the value at ``key``, or what a missing key reads as (:func:`_default`)."""
     value = o.get(key)
     if value is None:
-        if default is _MISSING:
-            raise InvalidRequestError(f"{what} needs `{key}`")
-        return int(default)
-    return _int(value, key, what)
+        return _default(key, what, default)
+    return parse(value, key, what)
+
+
+def get_int(o: JsonObject, key: str, what: str, default: Any = _MISSING) -> int:
+    """A required non-negative integer, or ``default`` when one is given."""
+    return int(_present(o, key, what, default, _int))
 
 
 def opt_int(o: JsonObject, key: str, what: str) -> Optional[int]:
     """An optional non-negative integer."""
-    value = o.get(key)
-    return None if value is None else _int(value, key, what)
+    count: Optional[int] = _present(o, key, what, None, _int)
+    return count
+
+
+def _bool(value: object, key: str, what: str) -> bool:
+    flag: bool = _typed(value, key, what, bool, "a boolean")
+    return flag
 
 
 def get_bool(o: JsonObject, key: str, what: str, default: Any = _MISSING) -> bool:
     """A required boolean, or ``default`` when one is given."""
-    value = o.get(key)
-    if value is None:
-        if default is _MISSING:
-            raise InvalidRequestError(f"{what} needs `{key}`")
-        return bool(default)
-    if not isinstance(value, bool):
-        raise InvalidRequestError(f"{what}.{key} must be a boolean")
-    return value
+    return bool(_present(o, key, what, default, _bool))
 
 
 def opt_bool(o: JsonObject, key: str, what: str) -> Optional[bool]:
     """An optional boolean."""
-    value = o.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    raise InvalidRequestError(f"{what}.{key} must be a boolean")
+    flag: Optional[bool] = _present(o, key, what, None, _bool)
+    return flag
 
 
 def _f32(value: object, key: str, what: str) -> float:
@@ -122,30 +141,22 @@ def _f32(value: object, key: str, what: str) -> float:
 
 def get_f32(o: JsonObject, key: str, what: str, default: Any = _MISSING) -> float:
     """A required number, rounded to float32."""
-    value = o.get(key)
-    if value is None:
-        if default is _MISSING:
-            raise InvalidRequestError(f"{what} needs `{key}`")
-        return float(default)
-    return _f32(value, key, what)
+    return float(_present(o, key, what, default, _f32))
 
 
 def opt_f32(o: JsonObject, key: str, what: str) -> Optional[float]:
     """An optional number, rounded to float32."""
-    value = o.get(key)
-    return None if value is None else _f32(value, key, what)
+    number: Optional[float] = _present(o, key, what, None, _f32)
+    return number
 
 
 def get_list(o: JsonObject, key: str, what: str, *, required: bool = False) -> List[Any]:
     """A list; missing or null gives ``[]`` unless ``required``."""
     value = o.get(key)
     if value is None:
-        if required:
-            raise InvalidRequestError(f"{what} needs `{key}`")
-        return []
-    if not isinstance(value, list):
-        raise InvalidRequestError(f"{what}.{key} must be a list")
-    return value
+        return _default(key, what, _MISSING if required else [])  # type: ignore[no-any-return]
+    items: List[Any] = _typed(value, key, what, list, "a list")
+    return items
 
 
 def get_str_tuple(
@@ -172,17 +183,9 @@ def get_enum_tuple(o: JsonObject, key: str, what: str, cls: Type[_E]) -> Tuple[_
 
 def get_timestamp(o: JsonObject, key: str, what: str) -> datetime:
     """A required RFC 3339 instant."""
-    value = require(o, key, what)
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{what}.{key} must be a timestamp string")
-    return parse_timestamp(value)
+    return parse_timestamp(_typed(require(o, key, what), key, what, str, "a timestamp string"))
 
 
 def opt_timestamp(o: JsonObject, key: str, what: str) -> Optional[datetime]:
     """An optional RFC 3339 instant."""
-    value = o.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{what}.{key} must be a timestamp string")
-    return parse_timestamp(value)
+    return None if o.get(key) is None else get_timestamp(o, key, what)

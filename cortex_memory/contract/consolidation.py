@@ -8,27 +8,20 @@ forgotten by id. Consolidation is asked for explicitly, never on the hot path.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import ClassVar, Iterable, Optional, Tuple
 
-from cortex_memory.contract._coerce import (
-    enum_member,
-    enum_tuple,
-    opt_str,
-    req_int,
-    req_type,
-    set_attr,
-    str_tuple,
-)
+from cortex_memory.contract._coerce import enum_tuple, str_tuple
 from cortex_memory.contract._enum import WireEnum
-from cortex_memory.contract._read import (
-    get_enum,
-    get_enum_tuple,
-    get_int,
-    get_opt_str,
-    get_str_tuple,
-    obj,
-    opt_int,
-    require,
+from cortex_memory.contract._wire import (
+    COUNT,
+    OPT_COUNT,
+    OPT_TEXT,
+    TEXTS,
+    Shape,
+    Wire,
+    enum,
+    enums,
+    nested,
 )
 from cortex_memory.contract.items import ItemKind
 from cortex_memory.contract.namespace import Reach
@@ -51,16 +44,15 @@ CONSOLIDATED_TAG = "consolidated"
 
 
 @dataclass(frozen=True)
-class ConsolidateRequest:
+class ConsolidateRequest(Wire):
     """Ask for a belief build over ``reach`` ↔ ``{reach, kinds?}`` (empty kinds = all)."""
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "consolidate request", reach=nested(Reach), kinds=enums(ItemKind)
+    )
 
     reach: Reach
     kinds: Tuple[ItemKind, ...] = ()
-
-    def __post_init__(self) -> None:
-        req_type(self, "reach", Reach, self.reach)
-        if type(self.kinds) is not tuple or self.kinds:
-            set_attr(self, "kinds", enum_tuple(self, "kinds", ItemKind, self.kinds))
 
     @classmethod
     def new(cls, reach: Reach) -> ConsolidateRequest:
@@ -83,22 +75,6 @@ class ConsolidateRequest:
                 raise InvalidRequestError(f"consolidate names the kind `{kind.value}` twice")
             seen.add(kind)
 
-    def to_json(self) -> Dict[str, Any]:
-        """``{reach, kinds?}``."""
-        out: Dict[str, Any] = {"reach": self.reach.to_json()}
-        if self.kinds:
-            out["kinds"] = [k.value for k in self.kinds]
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> ConsolidateRequest:
-        """Read ``{reach, kinds?}``."""
-        o = obj(value, "consolidate request")
-        return cls(
-            Reach.from_json(require(o, "reach", "consolidate request")),
-            get_enum_tuple(o, "kinds", "consolidate request", ItemKind),
-        )
-
 
 class ConsolidateStatus(WireEnum):
     """How a consolidate call was answered."""
@@ -109,26 +85,25 @@ class ConsolidateStatus(WireEnum):
 
 
 @dataclass(frozen=True)
-class ConsolidateReceipt:
+class ConsolidateReceipt(Wire):
     """The answer to ``consolidate`` ↔ ``{status, jobs?, scopes, built?}``.
 
     ``scopes`` counts nodes × kinds covered; ``built`` how many beliefs (or
-    learnings) were built when known.
+    learnings) were built when known. A missing ``scopes`` reads as 0.
     """
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "consolidate receipt",
+        status=enum(ConsolidateStatus),
+        jobs=TEXTS,
+        scopes=COUNT.or_missing(0),
+        built=OPT_COUNT,
+    )
 
     status: ConsolidateStatus
     jobs: Tuple[str, ...] = ()
     scopes: int = 0
     built: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        if type(self.status) is not ConsolidateStatus:
-            set_attr(self, "status", enum_member(self, "status", ConsolidateStatus, self.status))
-        if type(self.jobs) is not tuple or self.jobs:
-            set_attr(self, "jobs", str_tuple(self, "jobs", self.jobs))
-        req_int(self, "scopes", self.scopes)
-        if self.built is not None:
-            req_int(self, "built", self.built)
 
     @classmethod
     def scheduled(cls) -> ConsolidateReceipt:
@@ -145,44 +120,25 @@ class ConsolidateReceipt:
         """The build finished before answering."""
         return cls(ConsolidateStatus.COMPLETED, (), scopes, built)
 
-    def to_json(self) -> Dict[str, Any]:
-        """``{status, jobs?, scopes, built?}``."""
-        out: Dict[str, Any] = {"status": self.status.value}
-        if self.jobs:
-            out["jobs"] = list(self.jobs)
-        out["scopes"] = self.scopes
-        if self.built is not None:
-            out["built"] = self.built
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> ConsolidateReceipt:
-        """Read ``{status, jobs?, scopes?, built?}``."""
-        o = obj(value, "consolidate receipt")
-        what = "consolidate receipt"
-        return cls(
-            get_enum(o, "status", what, ConsolidateStatus),
-            get_str_tuple(o, "jobs", what),
-            get_int(o, "scopes", what, 0),
-            opt_int(o, "built", what),
-        )
-
 
 @dataclass(frozen=True)
-class BeliefsRequest:
+class BeliefsRequest(Wire):
     """Read beliefs within ``reach`` ↔ ``{reach, query?, limit}``.
 
     Without a query, beliefs come most confident first, then newest.
     """
 
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "beliefs request",
+        order=("reach", "query", "limit"),
+        reach=nested(Reach),
+        limit=COUNT,
+        query=OPT_TEXT,
+    )
+
     reach: Reach
     limit: int
     query: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        req_type(self, "reach", Reach, self.reach)
-        req_int(self, "limit", self.limit)
-        opt_str(self, "query", self.query)
 
     @classmethod
     def new(cls, reach: Reach, limit: int) -> BeliefsRequest:
@@ -199,21 +155,3 @@ class BeliefsRequest:
             raise InvalidRequestError("a beliefs limit must be positive")
         if self.query is not None and is_blank(self.query):
             raise InvalidRequestError("a beliefs query must not be blank")
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{reach, query?, limit}``."""
-        out: Dict[str, Any] = {"reach": self.reach.to_json()}
-        if self.query is not None:
-            out["query"] = self.query
-        out["limit"] = self.limit
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> BeliefsRequest:
-        """Read ``{reach, query?, limit}``."""
-        o = obj(value, "beliefs request")
-        return cls(
-            Reach.from_json(require(o, "reach", "beliefs request")),
-            get_int(o, "limit", "beliefs request"),
-            get_opt_str(o, "query", "beliefs request"),
-        )

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.contract._coerce import enum_member, req_str, set_attr, tuple_of, utc
 from cortex_memory.contract._enum import WireEnum
-from cortex_memory.contract._read import get_enum, get_list, get_str, obj, opt_timestamp
+from cortex_memory.contract._read import get_enum, get_list, get_str, obj, only_key, opt_timestamp
 from cortex_memory.contract.jsonfmt import format_timestamp
 from cortex_memory.contract.meta import ToolCallRef
 from cortex_memory.errors import InvalidRequestError
@@ -78,12 +78,11 @@ class DocumentBody:
     @staticmethod
     def from_json(value: object) -> DocumentBody:
         """Read ``{"text": ...}`` or ``{"uri": ...}`` (exactly one key)."""
-        o = obj(value, "document body")
-        if len(o) == 1:
-            if "text" in o:
-                return TextBody(get_str(o, "text", "document body"))
-            if "uri" in o:
-                return UriBody(get_str(o, "uri", "document body"))
+        o, key = only_key(value, "document body")
+        if key == "text":
+            return TextBody(get_str(o, "text", "document body"))
+        if key == "uri":
+            return UriBody(get_str(o, "uri", "document body"))
         raise InvalidRequestError("document body must be {\"text\": ...} or {\"uri\": ...}")
 
 

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
-from cortex_memory.contract._coerce import (
-    enum_member,
-    enum_tuple,
-    opt_str,
-    req_bool,
-    req_str,
-    set_attr,
-)
+from cortex_memory.contract._coerce import enum_member, opt_str, set_attr
 from cortex_memory.contract._enum import WireEnum
+from cortex_memory.contract._wire import BOOL, OPT_TEXT, TEXT, Shape, Written, enum, enums
 from cortex_memory.contract.requests import FetchMode
 from cortex_memory.errors import UnsupportedError
 
@@ -89,12 +83,25 @@ class Consolidation(WireEnum):
 
 
 @dataclass(frozen=True)
-class EngineDescriptor:
+class EngineDescriptor(Written):
     """What an engine is and offers (serialize only; no I/O to build).
 
     Wire order: ``id, label, description, hosted, needs_endpoint, needs_key,
     default_endpoint`` (``null`` when absent), ``fetch_modes, consolidation``.
     """
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "engine descriptor",
+        id=TEXT,
+        label=TEXT,
+        description=TEXT,
+        hosted=BOOL,
+        needs_endpoint=BOOL,
+        needs_key=BOOL,
+        default_endpoint=OPT_TEXT.always_written(),
+        fetch_modes=enums(FetchMode).always_written(),
+        consolidation=enum(Consolidation),
+    )
 
     id: str
     label: str
@@ -106,22 +113,6 @@ class EngineDescriptor:
     fetch_modes: Tuple[FetchMode, ...] = ()
     consolidation: Consolidation = Consolidation.NONE
 
-    def __post_init__(self) -> None:
-        req_str(self, "id", self.id)
-        req_str(self, "label", self.label)
-        req_str(self, "description", self.description)
-        req_bool(self, "hosted", self.hosted)
-        req_bool(self, "needs_endpoint", self.needs_endpoint)
-        req_bool(self, "needs_key", self.needs_key)
-        opt_str(self, "default_endpoint", self.default_endpoint)
-        set_attr(self, "fetch_modes", enum_tuple(self, "fetch_modes", FetchMode, self.fetch_modes))
-        if type(self.consolidation) is not Consolidation:
-            set_attr(
-                self,
-                "consolidation",
-                enum_member(self, "consolidation", Consolidation, self.consolidation),
-            )
-
     def supports(self, mode: FetchMode) -> bool:
         """True when ``fetch`` serves ``mode``."""
         return mode in self.fetch_modes
@@ -130,17 +121,3 @@ class EngineDescriptor:
         """Raise ``UnsupportedError`` unless ``fetch`` serves ``mode``."""
         if mode not in self.fetch_modes:
             raise UnsupportedError(f"engine `{self.id}` does not offer {mode.value} fetch")
-
-    def to_json(self) -> Dict[str, Any]:
-        """The wire object; ``default_endpoint`` is written as ``null`` when absent."""
-        return {
-            "id": self.id,
-            "label": self.label,
-            "description": self.description,
-            "hosted": self.hosted,
-            "needs_endpoint": self.needs_endpoint,
-            "needs_key": self.needs_key,
-            "default_endpoint": self.default_endpoint,
-            "fetch_modes": [m.value for m in self.fetch_modes],
-            "consolidation": self.consolidation.value,
-        }

@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Tuple
+from typing import ClassVar, Tuple
 
-from cortex_memory.contract._coerce import (
-    enum_member,
-    req_bool,
-    req_int,
-    req_str,
-    req_type,
-    set_attr,
-    tuple_of,
-)
-from cortex_memory.contract._read import get_bool, get_enum, get_int, get_list, get_str, obj
+from cortex_memory.contract._wire import BOOL, COUNT, TEXT, Shape, Wire, enum, nested, nested_list
 from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.limits import DEFAULT_SCAN_LIMIT, MAX_BUCKETS, MAX_SCAN_LIMIT
@@ -25,26 +16,27 @@ __all__ = ["Bucket", "ExplorePage", "ExploreRequest"]
 _EMPTY_FILTER = MetaFilter()
 
 
-def _filter_of(o: Dict[str, Any]) -> MetaFilter:
-    value = o.get("filter")
-    return _EMPTY_FILTER if value is None else MetaFilter.from_json(value)
-
-
 @dataclass(frozen=True)
-class ExploreRequest:
-    """Facet counts ↔ ``{facet, filter, limit, scan_limit}``."""
+class ExploreRequest(Wire):
+    """Facet counts ↔ ``{facet, filter, limit, scan_limit}``.
+
+    ``from_json`` reads a missing ``filter`` as the empty filter and a missing
+    ``scan_limit`` as 5000.
+    """
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "explore request",
+        order=("facet", "filter", "limit", "scan_limit"),
+        facet=enum(Facet),
+        limit=COUNT,
+        filter=nested(MetaFilter).or_missing(_EMPTY_FILTER),
+        scan_limit=COUNT.or_missing(DEFAULT_SCAN_LIMIT),
+    )
 
     facet: Facet
     limit: int
     filter: MetaFilter = _EMPTY_FILTER
     scan_limit: int = DEFAULT_SCAN_LIMIT
-
-    def __post_init__(self) -> None:
-        if type(self.facet) is not Facet:
-            set_attr(self, "facet", enum_member(self, "facet", Facet, self.facet))
-        req_int(self, "limit", self.limit)
-        req_type(self, "filter", MetaFilter, self.filter)
-        req_int(self, "scan_limit", self.scan_limit)
 
     @classmethod
     def new(cls, facet: Facet, limit: int) -> ExploreRequest:
@@ -68,52 +60,19 @@ class ExploreRequest:
                 f"explore scan_limit must be between 1 and {MAX_SCAN_LIMIT}"
             )
 
-    def to_json(self) -> Dict[str, Any]:
-        """``{facet, filter, limit, scan_limit}``."""
-        return {
-            "facet": self.facet.value,
-            "filter": self.filter.to_json(),
-            "limit": self.limit,
-            "scan_limit": self.scan_limit,
-        }
-
-    @classmethod
-    def from_json(cls, value: object) -> ExploreRequest:
-        """Read the wire object (``scan_limit`` 5000 when absent)."""
-        o = obj(value, "explore request")
-        what = "explore request"
-        return cls(
-            get_enum(o, "facet", what, Facet),
-            get_int(o, "limit", what),
-            _filter_of(o),
-            get_int(o, "scan_limit", what, DEFAULT_SCAN_LIMIT),
-        )
-
 
 @dataclass(frozen=True)
-class Bucket:
+class Bucket(Wire):
     """One facet value and how many items carry it ↔ ``{value, count}``."""
+
+    _SHAPE: ClassVar[Shape] = Shape.of("bucket", value=TEXT, count=COUNT)
 
     value: str
     count: int
 
-    def __post_init__(self) -> None:
-        req_str(self, "value", self.value)
-        req_int(self, "count", self.count)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{value, count}``."""
-        return {"value": self.value, "count": self.count}
-
-    @classmethod
-    def from_json(cls, value: object) -> Bucket:
-        """Read ``{value, count}``."""
-        o = obj(value, "bucket")
-        return cls(get_str(o, "value", "bucket"), get_int(o, "count", "bucket"))
-
 
 @dataclass(frozen=True)
-class ExplorePage:
+class ExplorePage(Wire):
     """Facet counts ↔ ``{facet, buckets, total, missing, more_buckets, truncated}``.
 
     ``total`` items were scanned, ``missing`` of them had no value,
@@ -121,42 +80,19 @@ class ExplorePage:
     stopped at ``scan_limit`` before the end.
     """
 
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "explore page",
+        facet=enum(Facet),
+        buckets=nested_list(Bucket, required=True),
+        total=COUNT,
+        missing=COUNT,
+        more_buckets=COUNT,
+        truncated=BOOL,
+    )
+
     facet: Facet
     buckets: Tuple[Bucket, ...]
     total: int
     missing: int
     more_buckets: int
     truncated: bool
-
-    def __post_init__(self) -> None:
-        if type(self.facet) is not Facet:
-            set_attr(self, "facet", enum_member(self, "facet", Facet, self.facet))
-        set_attr(self, "buckets", tuple_of(self, "buckets", Bucket, self.buckets))
-        for name in ("total", "missing", "more_buckets"):
-            req_int(self, name, getattr(self, name))
-        req_bool(self, "truncated", self.truncated)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{facet, buckets, total, missing, more_buckets, truncated}``."""
-        return {
-            "facet": self.facet.value,
-            "buckets": [b.to_json() for b in self.buckets],
-            "total": self.total,
-            "missing": self.missing,
-            "more_buckets": self.more_buckets,
-            "truncated": self.truncated,
-        }
-
-    @classmethod
-    def from_json(cls, value: object) -> ExplorePage:
-        """Read the wire object."""
-        o = obj(value, "explore page")
-        what = "explore page"
-        return cls(
-            get_enum(o, "facet", what, Facet),
-            tuple(Bucket.from_json(b) for b in get_list(o, "buckets", what, required=True)),
-            get_int(o, "total", what),
-            get_int(o, "missing", what),
-            get_int(o, "more_buckets", what),
-            get_bool(o, "truncated", what),
-        )

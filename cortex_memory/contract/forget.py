@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Tuple
+from typing import Any, ClassVar, Dict, Iterable, Tuple
 
-from cortex_memory.contract._coerce import req_int, req_type, set_attr, str_tuple
+from cortex_memory.contract._coerce import req_type, set_attr, str_tuple
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract._read import get_int, get_str_tuple, obj
+from cortex_memory.contract._read import get_str_tuple, only_key
+from cortex_memory.contract._wire import COUNT, Shape, Wire
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.items import ItemId
 from cortex_memory.errors import InvalidRequestError
@@ -58,12 +59,11 @@ class ForgetTarget(metaclass=_TargetFactories):
     @staticmethod
     def from_json(value: object) -> ForgetTarget:
         """Read ``{"ids": [...]}`` or ``{"filter": {...}}`` (exactly one key)."""
-        o = obj(value, "forget target")
-        if len(o) == 1:
-            if "ids" in o:
-                return ForgetIds(get_str_tuple(o, "ids", "forget target", required=True))
-            if "filter" in o:
-                return ForgetFilter(MetaFilter.from_json(o["filter"]))
+        o, key = only_key(value, "forget target")
+        if key == "ids":
+            return ForgetIds(get_str_tuple(o, "ids", "forget target", required=True))
+        if key == "filter":
+            return ForgetFilter(MetaFilter.from_json(o["filter"]))
         keys = ", ".join(quote(k) for k in o) or "none"
         raise InvalidRequestError(
             f"forget target must be {{\"ids\": ...}} or {{\"filter\": ...}}, got keys {keys}"
@@ -114,20 +114,9 @@ class ForgetFilter(ForgetTarget):
 
 
 @dataclass(frozen=True)
-class ForgetReport:
+class ForgetReport(Wire):
     """How many items were actually removed ↔ ``{forgotten}``."""
 
+    _SHAPE: ClassVar[Shape] = Shape.of("forget report", forgotten=COUNT)
+
     forgotten: int
-
-    def __post_init__(self) -> None:
-        req_int(self, "forgotten", self.forgotten)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{forgotten}``."""
-        return {"forgotten": self.forgotten}
-
-    @classmethod
-    def from_json(cls, value: object) -> ForgetReport:
-        """Read ``{forgotten}``."""
-        o = obj(value, "forget report")
-        return cls(get_int(o, "forgotten", "forget report"))

@@ -14,24 +14,21 @@ from cortex_memory.contract._coerce import (
     enum_member,
     f32_field,
     opt_str,
-    req_bool,
     req_str,
     req_type,
     set_attr,
-    str_tuple,
     tuple_of,
 )
 from cortex_memory.contract._enum import quote
 from cortex_memory.contract._read import (
-    get_bool,
     get_enum,
     get_f32,
     get_list,
     get_opt_str,
     get_str,
-    get_str_tuple,
     obj,
 )
+from cortex_memory.contract._wire import BOOL, TEXT, TEXTS, Shape, Wire
 from cortex_memory.contract.content import (
     DocumentBody,
     ItemKind,
@@ -413,7 +410,7 @@ class Learning(StoreItem):
 
 
 @dataclass(frozen=True)
-class StoreReceipt:
+class StoreReceipt(Wire):
     """The answer to a store ↔ ``{id, replayed, replaced?}``.
 
     ``replayed`` means the item was already held. ``replaced`` holds, sorted,
@@ -422,32 +419,11 @@ class StoreReceipt:
     without ``replace`` answers exactly ``{id, replayed}``).
     """
 
+    _SHAPE: ClassVar[Shape] = Shape.of("store receipt", id=TEXT, replayed=BOOL, replaced=TEXTS)
+
     id: ItemId
     replayed: bool
     replaced: Tuple[ItemId, ...] = ()
-
-    def __post_init__(self) -> None:
-        req_str(self, "id", self.id)
-        req_bool(self, "replayed", self.replayed)
-        if type(self.replaced) is not tuple or self.replaced:
-            set_attr(self, "replaced", str_tuple(self, "replaced", self.replaced))
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{id, replayed, replaced?}`` (``replaced`` omitted when empty)."""
-        out: Dict[str, Any] = {"id": self.id, "replayed": self.replayed}
-        if self.replaced:
-            out["replaced"] = list(self.replaced)
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> StoreReceipt:
-        """Read ``{id, replayed, replaced?}``."""
-        o = obj(value, "store receipt")
-        return cls(
-            get_str(o, "id", "store receipt"),
-            get_bool(o, "replayed", "store receipt"),
-            get_str_tuple(o, "replaced", "store receipt"),
-        )
 
 
 def validate_many(items: Iterable[StoreItem]) -> Tuple[StoreItem, ...]:

@@ -12,27 +12,22 @@ wire order of contract.md §8. ``ExploreRequest`` (explore.py) and
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
-from cortex_memory.contract._coerce import (
-    enum_member,
-    opt_str,
-    opt_type,
-    req_int,
-    req_str,
-    req_type,
-    set_attr,
-    str_tuple,
-)
+from cortex_memory.contract._coerce import enum_member, set_attr
 from cortex_memory.contract._enum import WireEnum
-from cortex_memory.contract._read import (
-    get_enum,
-    get_int,
-    get_opt_str,
-    get_str,
-    get_str_tuple,
-    obj,
-    opt_int,
+from cortex_memory.contract._read import obj
+from cortex_memory.contract._wire import (
+    COUNT,
+    OPT_COUNT,
+    OPT_TEXT,
+    REQUIRED_TEXTS,
+    TEXT,
+    Shape,
+    Wire,
+    enum,
+    nested,
+    opt_nested,
 )
 from cortex_memory.contract.erase import EraseRequest
 from cortex_memory.contract.explore import ExploreRequest
@@ -61,14 +56,8 @@ __all__ = [
 _EMPTY_FILTER = MetaFilter()
 
 
-def _filter_of(o: Dict[str, Any]) -> MetaFilter:
-    value = o.get("filter")
-    return _EMPTY_FILTER if value is None else MetaFilter.from_json(value)
-
-
-def _hint_of(o: Dict[str, Any]) -> Optional[TimeHint]:
-    value = o.get("refers_to")
-    return None if value is None else TimeHint.from_json(value)
+# A missing filter reads as the empty one.
+_FILTER = nested(MetaFilter).or_missing(_EMPTY_FILTER)
 
 
 class FetchMode(WireEnum):
@@ -119,24 +108,28 @@ class WriteOptions:
 
 
 @dataclass(frozen=True)
-class RecallRequest:
+class RecallRequest(Wire):
     """A question to answer from memory.
 
-    ↔ ``{question, filter, limit, instructions?, refers_to?}``.
+    ↔ ``{question, filter, limit, instructions?, refers_to?}`` (``from_json``
+    reads a missing ``filter`` as the empty filter).
     """
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "recall request",
+        order=("question", "filter", "limit", "instructions", "refers_to"),
+        question=TEXT,
+        limit=COUNT,
+        filter=_FILTER,
+        instructions=OPT_TEXT,
+        refers_to=opt_nested(TimeHint),
+    )
 
     question: str
     limit: int
     filter: MetaFilter = _EMPTY_FILTER
     instructions: Optional[str] = None
     refers_to: Optional[TimeHint] = None
-
-    def __post_init__(self) -> None:
-        req_str(self, "question", self.question)
-        req_int(self, "limit", self.limit)
-        req_type(self, "filter", MetaFilter, self.filter)
-        opt_str(self, "instructions", self.instructions)
-        opt_type(self, "refers_to", TimeHint, self.refers_to)
 
     @classmethod
     def new(cls, question: str, limit: int) -> RecallRequest:
@@ -164,40 +157,28 @@ class RecallRequest:
         if self.refers_to is not None:
             self.refers_to.validate()
 
-    def to_json(self) -> Dict[str, Any]:
-        """``{question, filter, limit, instructions?, refers_to?}``."""
-        out: Dict[str, Any] = {
-            "question": self.question,
-            "filter": self.filter.to_json(),
-            "limit": self.limit,
-        }
-        if self.instructions is not None:
-            out["instructions"] = self.instructions
-        if self.refers_to is not None:
-            out["refers_to"] = self.refers_to.to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> RecallRequest:
-        """Read the wire object (``filter`` defaults to the empty filter)."""
-        o = obj(value, "recall request")
-        return cls(
-            get_str(o, "question", "recall request"),
-            get_int(o, "limit", "recall request"),
-            _filter_of(o),
-            get_opt_str(o, "instructions", "recall request"),
-            _hint_of(o),
-        )
-
 
 @dataclass(frozen=True)
-class FetchRequest:
+class FetchRequest(Wire):
     """Ranked raw retrieval ↔ ``{query, mode, filter, limit, cursor?, beliefs, refers_to?,
-    max_scopes?}``.
+    max_scopes?}``; ``beliefs`` is written only when not 0.
 
     ``validate()`` does not check the mode: engines call
     ``descriptor().ensure_mode(mode)`` before it.
     """
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "fetch request",
+        order=("query", "mode", "filter", "limit", "cursor", "beliefs", "refers_to", "max_scopes"),
+        query=TEXT,
+        mode=enum(FetchMode),
+        limit=COUNT,
+        filter=_FILTER,
+        cursor=OPT_TEXT,
+        beliefs=COUNT.or_missing(0).written_when(bool),
+        refers_to=opt_nested(TimeHint),
+        max_scopes=OPT_COUNT,
+    )
 
     query: str
     mode: FetchMode
@@ -207,18 +188,6 @@ class FetchRequest:
     beliefs: int = 0
     refers_to: Optional[TimeHint] = None
     max_scopes: Optional[int] = None
-
-    def __post_init__(self) -> None:
-        req_str(self, "query", self.query)
-        if type(self.mode) is not FetchMode:
-            set_attr(self, "mode", enum_member(self, "mode", FetchMode, self.mode))
-        req_int(self, "limit", self.limit)
-        req_type(self, "filter", MetaFilter, self.filter)
-        opt_str(self, "cursor", self.cursor)
-        req_int(self, "beliefs", self.beliefs)
-        opt_type(self, "refers_to", TimeHint, self.refers_to)
-        if self.max_scopes is not None:
-            req_int(self, "max_scopes", self.max_scopes)
 
     @classmethod
     def new(cls, query: str, mode: FetchMode, limit: int) -> FetchRequest:
@@ -258,53 +227,18 @@ class FetchRequest:
         if self.refers_to is not None:
             self.refers_to.validate()
 
-    def to_json(self) -> Dict[str, Any]:
-        """The wire object; ``beliefs`` omitted when 0, options when unset."""
-        out: Dict[str, Any] = {
-            "query": self.query,
-            "mode": self.mode.value,
-            "filter": self.filter.to_json(),
-            "limit": self.limit,
-        }
-        if self.cursor is not None:
-            out["cursor"] = self.cursor
-        if self.beliefs:
-            out["beliefs"] = self.beliefs
-        if self.refers_to is not None:
-            out["refers_to"] = self.refers_to.to_json()
-        if self.max_scopes is not None:
-            out["max_scopes"] = self.max_scopes
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> FetchRequest:
-        """Read the wire object."""
-        o = obj(value, "fetch request")
-        what = "fetch request"
-        return cls(
-            get_str(o, "query", what),
-            get_enum(o, "mode", what, FetchMode),
-            get_int(o, "limit", what),
-            _filter_of(o),
-            get_opt_str(o, "cursor", what),
-            get_int(o, "beliefs", what, 0),
-            _hint_of(o),
-            opt_int(o, "max_scopes", what),
-        )
-
 
 @dataclass(frozen=True)
-class ListRequest:
-    """Query-free paging ↔ ``{filter, limit, cursor?}``."""
+class ListRequest(Wire):
+    """Query-free paging ↔ ``{filter, limit, cursor?}`` (a missing filter reads as empty)."""
+
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "list request", filter=_FILTER, limit=COUNT, cursor=OPT_TEXT
+    )
 
     filter: MetaFilter
     limit: int
     cursor: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        req_type(self, "filter", MetaFilter, self.filter)
-        req_int(self, "limit", self.limit)
-        opt_str(self, "cursor", self.cursor)
 
     @classmethod
     def new(cls, flt: MetaFilter, limit: int) -> ListRequest:
@@ -320,34 +254,15 @@ class ListRequest:
         if self.limit <= 0:
             raise InvalidRequestError("list limit must be positive")
 
-    def to_json(self) -> Dict[str, Any]:
-        """``{filter, limit, cursor?}``."""
-        out: Dict[str, Any] = {"filter": self.filter.to_json(), "limit": self.limit}
-        if self.cursor is not None:
-            out["cursor"] = self.cursor
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> ListRequest:
-        """Read ``{filter?, limit, cursor?}``."""
-        o = obj(value, "list request")
-        return cls(
-            _filter_of(o),
-            get_int(o, "limit", "list request"),
-            get_opt_str(o, "cursor", "list request"),
-        )
-
 
 @dataclass(frozen=True)
-class GetRequest:
+class GetRequest(Wire):
     """Whole items by id ↔ ``{ids, reach?}``; ids outside the reach are left out."""
+
+    _SHAPE: ClassVar[Shape] = Shape.of("get request", ids=REQUIRED_TEXTS, reach=opt_nested(Reach))
 
     ids: Tuple[ItemId, ...]
     reach: Optional[Reach] = None
-
-    def __post_init__(self) -> None:
-        set_attr(self, "ids", str_tuple(self, "ids", self.ids))
-        opt_type(self, "reach", Reach, self.reach)
 
     def with_reach(self, reach: Optional[Reach]) -> GetRequest:
         """A copy confined by ``reach``."""
@@ -360,20 +275,3 @@ class GetRequest:
         for item_id in self.ids:
             if is_blank(item_id):
                 raise InvalidRequestError("an id must not be blank")
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{ids, reach?}``."""
-        out: Dict[str, Any] = {"ids": list(self.ids)}
-        if self.reach is not None:
-            out["reach"] = self.reach.to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> GetRequest:
-        """Read ``{ids, reach?}``."""
-        o = obj(value, "get request")
-        reach = o.get("reach")
-        return cls(
-            get_str_tuple(o, "ids", "get request", required=True),
-            None if reach is None else Reach.from_json(reach),
-        )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timezone, tzinfo
-from typing import Any, Dict, Iterable, List, Optional, Protocol, TypeVar
+from typing import ClassVar, Iterable, List, Optional, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
-from cortex_memory.contract._coerce import opt_str
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract._read import get_opt_str, get_str, obj
+from cortex_memory.contract._read import JsonObject, get_str
+from cortex_memory.contract._wire import OPT_TEXT, Kind, Shape, Wire
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.errors import InvalidRequestError
 
@@ -45,26 +45,39 @@ def _day(value: object, key: str) -> date:
         raise InvalidRequestError(f"time hint `{key}` must be a YYYY-MM-DD date") from None
 
 
+def _is_day(owner: object, name: str, value: object) -> object:
+    if isinstance(value, datetime) or not isinstance(value, date):
+        raise TypeError(f"TimeHint.{name} must be a date, not {type(value).__name__}")
+    return value
+
+
+def _read_day(o: JsonObject, key: str, what: str) -> date:
+    return _day(get_str(o, key, what), key)
+
+
+def _iso_day(value: date) -> str:
+    return value.isoformat()
+
+
+# A day: a ``date`` (not a ``datetime``), ``YYYY-MM-DD`` on the wire.
+_DAY_KIND = Kind(_is_day, _read_day, _iso_day)
+
+
 @dataclass(frozen=True)
-class TimeHint:
+class TimeHint(Wire):
     """Days (inclusive) in a zone, UTC when none ↔ ``{from, to, zone?}``.
 
     ``from`` is a Python keyword, hence ``from_``. A hint only reorders hits
     (:meth:`rank`); it never filters them out.
     """
 
+    _SHAPE: ClassVar[Shape] = Shape.of(
+        "time hint", keys={"from_": "from"}, from_=_DAY_KIND, to=_DAY_KIND, zone=OPT_TEXT
+    )
+
     from_: date
     to: date
     zone: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        for name in ("from_", "to"):
-            value = getattr(self, name)
-            if isinstance(value, datetime) or not isinstance(value, date):
-                raise TypeError(
-                    f"TimeHint.{name} must be a date, not {type(value).__name__}"
-                )
-        opt_str(self, "zone", self.zone)
 
     def validate(self) -> None:
         """Refuse ``from`` after ``to`` and a zone ``zoneinfo`` cannot load."""
@@ -96,20 +109,3 @@ class TimeHint:
             else:
                 rest.append(hit)
         return covered + rest
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{from, to, zone?}`` with ``YYYY-MM-DD`` days."""
-        out: Dict[str, Any] = {"from": self.from_.isoformat(), "to": self.to.isoformat()}
-        if self.zone is not None:
-            out["zone"] = self.zone
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> TimeHint:
-        """Read ``{from, to, zone?}``."""
-        o = obj(value, "time hint")
-        return cls(
-            _day(get_str(o, "from", "time hint"), "from"),
-            _day(get_str(o, "to", "time hint"), "to"),
-            get_opt_str(o, "zone", "time hint"),
-        )

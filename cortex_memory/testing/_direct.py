@@ -6,7 +6,7 @@ Direct-only ones (whoami, admin, erasures, scope registration, beliefs) live her
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict
+from typing import TYPE_CHECKING, Any, Dict, Tuple
 from urllib.parse import unquote
 
 from cortex_memory.testing import _reads, _writes
@@ -130,6 +130,15 @@ def erasure_poll(double: BaseDouble, request: Request) -> Reply:
 # -- scope registration --------------------------------------------------------------------
 
 
+def _with_text(request: Request, key: str, code: str) -> Tuple[Dict[str, Any], str]:
+    """The JSON body and its non-empty string at `key`; anything else is a 422 `code`."""
+    body: Dict[str, Any] = request.json
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise Refusal(422, code)
+    return body, value
+
+
 def _registered(state: DoubleState, path: Any) -> int:
     for index, record in enumerate(state.seen.registrations):
         if record.get("path") == path:
@@ -137,13 +146,18 @@ def _registered(state: DoubleState, path: Any) -> int:
     return -1
 
 
+def _named_record(state: DoubleState, request: Request) -> int:
+    """The index of the record the query's `path` names (the lock held); else a 404."""
+    index = _registered(state, request.params.get("path"))
+    if index < 0:
+        raise Refusal(404, "NOT_FOUND")
+    return index
+
+
 def register_scope(double: BaseDouble, request: Request) -> Reply:
     """`POST /v1/scopes`: registers a path once; a second attempt is 409."""
     state = double.state
-    body = request.json
-    path = body.get("path")
-    if not isinstance(path, str) or not path:
-        raise Refusal(422, "INVALID_BODY")
+    body, path = _with_text(request, "path", "INVALID_BODY")
     with state.lock:
         check_scope_types(path, state.allowed_scope_types)
         if state.fail_registration is not None:
@@ -158,9 +172,7 @@ def scope_record(double: BaseDouble, request: Request) -> Reply:
     """`GET /v1/scopes?path=`: the stored registration record."""
     state = double.state
     with state.lock:
-        index = _registered(state, request.params.get("path"))
-        if index < 0:
-            raise Refusal(404, "NOT_FOUND")
+        index = _named_record(state, request)
         return Reply(200, state.seen.registrations[index])
 
 
@@ -168,9 +180,7 @@ def scope_members(double: BaseDouble, request: Request) -> Reply:
     """`PUT /v1/scopes/members?path=`: replace the record's members."""
     state = double.state
     with state.lock:
-        index = _registered(state, request.params.get("path"))
-        if index < 0:
-            raise Refusal(404, "NOT_FOUND")
+        index = _named_record(state, request)
         record = dict(state.seen.registrations[index], members=request.json.get("members"))
         state.seen.registrations[index] = record
         return Reply(200, record)
@@ -182,10 +192,7 @@ def scope_members(double: BaseDouble, request: Request) -> Reply:
 def build_beliefs(double: BaseDouble, request: Request) -> Reply:
     """`POST /v1/beliefs/build`: synchronous, one belief per indexed event without one."""
     state = double.state
-    body = request.json
-    scope = body.get("scope")
-    if not isinstance(scope, str) or not scope:
-        raise Refusal(422, "VALIDATION_ERROR")
+    body, scope = _with_text(request, "scope", "VALIDATION_ERROR")
     with state.lock:
         state.seen.builds.append(body)
         built, scanned = state.log.build_beliefs(scope, state.clock())
@@ -237,12 +244,3 @@ class DirectDouble(BaseDouble):
 
     wire = "direct"
     routes = DIRECT_ROUTES
-
-    def __enter__(self) -> DirectDouble:
-        self.start()
-        return self
-
-    def start(self, *, port: int = 0) -> DirectDouble:
-        """Bind `127.0.0.1:port` (0: a free port) and serve from a daemon thread."""
-        super().start(port=port)
-        return self

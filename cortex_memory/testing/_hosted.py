@@ -104,12 +104,3 @@ class HostedDouble(BaseDouble):
 
     wire = "hosted"
     routes = HOSTED_ROUTES
-
-    def __enter__(self) -> HostedDouble:
-        self.start()
-        return self
-
-    def start(self, *, port: int = 0) -> HostedDouble:
-        """Bind `127.0.0.1:port` (0: a free port) and serve from a daemon thread."""
-        super().start(port=port)
-        return self

@@ -187,14 +187,25 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _scoped(double: BaseDouble, request: Request, into: List[Any]) -> Any:
+    """The body of a read, recorded in `into`; on the hosted wire its scope must parse."""
+    body = double.state.record(into, request.json)
+    if double.hosted:
+        check_grammar(body.get("scope"))
+    return body
+
+
+def _bad_answer_keys(body: Dict[str, Any]) -> bool:
+    """A hosted answer body with a key it does not take, or null instructions."""
+    return any(key not in HOSTED_ANSWER_KEYS for key in body) or (
+        "answer_instructions" in body and body["answer_instructions"] is None
+    )
+
+
 def recall(double: BaseDouble, request: Request) -> Reply:
     """`POST /v1/recall`, `POST /memory/recall`: select, then issue a pack."""
     state = double.state
-    body = request.json
-    with state.lock:
-        state.seen.recalls.append(body)
-    if double.hosted:
-        check_grammar(body.get("scope"))
+    body = _scoped(double, request, state.seen.recalls)
     selected, beliefs, block = _select(double, body)
     with state.lock:
         if state.real_packs:
@@ -224,15 +235,9 @@ def recall(double: BaseDouble, request: Request) -> Reply:
 def answer(double: BaseDouble, request: Request) -> Reply:
     """`POST /v1/answer`, `POST /memory/answer`: from a live pack, or recall inline."""
     state = double.state
-    body = request.json
-    with state.lock:
-        state.seen.answers.append(body)
-    if double.hosted:
-        check_grammar(body.get("scope"))
-        if any(key not in HOSTED_ANSWER_KEYS for key in body) or (
-            "answer_instructions" in body and body["answer_instructions"] is None
-        ):
-            raise Refusal(400, "VALIDATION_ERROR")
+    body = _scoped(double, request, state.seen.answers)
+    if double.hosted and _bad_answer_keys(body):
+        raise Refusal(400, "VALIDATION_ERROR")
     pack_id = body.get("use_pack_id")
     if pack_id is not None:
         with state.lock:

@@ -297,6 +297,12 @@ class DoubleState:
         with self.lock:
             self.seen.clear()
 
+    def record(self, into: List[Any], body: Any) -> Any:
+        """Append `body` to `into` (one of `seen`'s lists) under the lock; return it."""
+        with self.lock:
+            into.append(body)
+        return body
+
     def bump(self, counter: str, by: int = 1) -> int:
         """Add `by` to a counter under the lock and return the new value."""
         with self.lock:

@@ -101,9 +101,7 @@ def _write_body(event_id: str, replayed: bool, status: str) -> Dict[str, Any]:
 def experience(double: BaseDouble, request: Request) -> Reply:
     """`POST /v1/experience`, `POST /memory/experience`."""
     state = double.state
-    body = request.json
-    with state.lock:
-        state.seen.writes.append(body)
+    body = state.record(state.seen.writes, request.json)
     stage = _wait_stage(double, request)
     with state.lock:
         if state.refuse_attribution is not None and _attributed(body):
@@ -117,9 +115,7 @@ def experience(double: BaseDouble, request: Request) -> Reply:
 def bulk(double: BaseDouble, request: Request) -> Reply:
     """`POST /v1/experience/bulk` (Direct only): items in order, the first failure returned."""
     state = double.state
-    body = request.json
-    with state.lock:
-        state.seen.writes.append(body)
+    body = state.record(state.seen.writes, request.json)
     stage = _wait_stage(double, request)
     items = body.get("items")
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):

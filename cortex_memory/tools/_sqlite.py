@@ -111,17 +111,10 @@ class Database:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Cursor]:
         """Hold the lock and an immediate write transaction; commit on success."""
-        with self._lock:
-            cur = self._cursor()
-            try:
-                with write_transaction(self._conn):
-                    yield cur
-            except sqlite3.Error as exc:
-                raise self.failure(exc) from exc
-            except UnicodeEncodeError as exc:
-                raise not_unicode("text") from exc
-            finally:
-                cur.close()
+        # reading() holds the lock and the cursor and translates the failures,
+        # the commit's included.
+        with self.reading() as cur, write_transaction(self._conn):
+            yield cur
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Cursor]:

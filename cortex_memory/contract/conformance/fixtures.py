@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Tuple
+from typing import Any, Dict, Tuple
 
 from cortex_memory.contract.conformance.harness import Run
 from cortex_memory.contract.filter import MetaFilter
@@ -90,81 +90,61 @@ def probes(run: Run) -> Tuple[Probe, ...]:
     def chat(question: str, answer: str, meta: MemoryMeta) -> Conversation:
         return Conversation((Turn.new(Role.USER, question), Turn.new(Role.ASSISTANT, answer)), meta)
 
-    def probe(field: str, item: StoreItem, flt: MetaFilter) -> Probe:
-        return Probe(field, item, flt)
+    def same(field: str, label: str, value: Any) -> Probe:
+        # A document holding ``value`` in ``field``, selected by that same value.
+        held: Dict[str, Any] = {field: value}
+        return Probe(field, doc(label, replace(base, **held)), replace(where, **held))
+
+    def chat_probe(field: str, label: str, value: Any) -> Probe:
+        # A two-turn conversation holding ``value`` in ``field``, selected by it.
+        held: Dict[str, Any] = {field: value}
+        item = chat(f"{m} {label} question", f"{label} answer", replace(base, **held))
+        return Probe(field, item, replace(where, **held))
 
     return (
-        probe(
+        Probe(
             "folder",
             doc("folder", replace(base, folder=f"/{m}/src/app")),
             replace(where, folder=f"/{m}/src"),
         ),
-        probe(
+        Probe(
             "file_path",
             doc("file path", replace(base, file_path=f"/{m}/docs/guide.md")),
             replace(where, file_path=f"/{m}/docs"),
         ),
-        probe(
-            "language",
-            doc("language", replace(base, language=f"{m}-lang")),
-            replace(where, language=f"{m}-lang"),
-        ),
-        probe(
-            "repo",
-            doc("repo", replace(base, repo=f"owner/{m}")),
-            replace(where, repo=f"owner/{m}"),
-        ),
-        probe(
-            "commit",
-            doc("commit", replace(base, commit=f"{m}c0ffee")),
-            replace(where, commit=f"{m}c0ffee"),
-        ),
-        probe(
-            "url",
-            doc("url", replace(base, url=f"https://{m}.test/a")),
-            replace(where, url=f"https://{m}.test/a"),
-        ),
-        probe(
-            "thread_id",
-            chat(f"{m} thread question", "thread answer", replace(base, thread_id=f"{m}-t1")),
-            replace(where, thread_id=f"{m}-t1"),
-        ),
-        probe(
-            "turns",
-            chat(f"{m} turns question", "turns answer", replace(base, turns=TurnRange(4, 5))),
-            replace(where, turns=TurnRange(4, 5)),
-        ),
-        probe(
-            "agent_id",
-            doc("agent", replace(base, agent_id=f"{m}-agent")),
-            replace(where, agent_id=f"{m}-agent"),
-        ),
-        probe(
+        same("language", "language", f"{m}-lang"),
+        same("repo", "repo", f"owner/{m}"),
+        same("commit", "commit", f"{m}c0ffee"),
+        same("url", "url", f"https://{m}.test/a"),
+        chat_probe("thread_id", "thread", f"{m}-t1"),
+        chat_probe("turns", "turns", TurnRange(4, 5)),
+        same("agent_id", "agent", f"{m}-agent"),
+        Probe(
             "tool_call",
             doc("tool call", replace(base, tool_call=ToolCallRef(f"{m}_tool"))),
             replace(where, tool_call=f"{m}_tool"),
         ),
-        probe(
+        Probe(
             "source_id",
             doc("source id", replace(base, source=Source(SourceKind.FILE, f"{m}-src"))),
             replace(where, source_id=f"{m}-src"),
         ),
-        probe(
+        Probe(
             "sources",
             doc("sources", replace(base, source=Source(SourceKind.FOLDER))),
             replace(where, sources=(SourceKind.FOLDER,)),
         ),
-        probe(
+        Probe(
             "tags_any",
             doc("tags", base.with_tags([f"{m}-tag"])),
             replace(where, tags_any=(f"{m}-none", f"{m}-tag")),
         ),
-        probe(
+        Probe(
             "kinds",
             Learning(f"{m} kinds learning", LearningKind.FACT, 0.5, meta=base),
             replace(where, kinds=(ItemKind.LEARNING,)),
         ),
-        probe(
+        Probe(
             "observed_at",
             doc("observed", replace(base, observed_at=_day(2001, 1, 1))),
             replace(where, observed_after=_day(2000, 1, 1), observed_before=_day(2002, 1, 1)),

@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import (
+    Any,
     Callable,
     Iterable,
     List,
@@ -29,7 +30,11 @@ from typing import (
 )
 
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract.conformance.errors import CheckEngineFailure, CheckFailure
+from cortex_memory.contract.conformance.errors import (
+    CheckEngineFailure,
+    CheckFailure,
+    ConformanceError,
+)
 from cortex_memory.contract.conformance.report import brief, id_list
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.filter import MetaFilter
@@ -38,7 +43,7 @@ from cortex_memory.contract.items import Document, ItemId, StoreItem, StoreRecei
 from cortex_memory.contract.jsonfmt import format_f32
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.requests import ListRequest, WaitFor
-from cortex_memory.contract.responses import Exported, Hit
+from cortex_memory.contract.responses import Exported, ExportPage, Hit, ListPage
 from cortex_memory.errors import Error, UnsupportedError
 
 __all__ = [
@@ -237,29 +242,19 @@ class Session:
         Fails on a listed score other than 0.0, a page longer than asked, a
         cursor that repeats, and a listing still going after 10 000 pages.
         """
-        hits: List[Hit] = []
-        cursor: Optional[str] = None
-        seen: Set[str] = set()
-        for _ in range(MAX_PAGES):
-            page = self.call("list", self.engine.list, ListRequest(flt, LIST_PAGE, cursor))
-            if len(page.items) > LIST_PAGE:
-                self.fail(
-                    f"list returned {len(page.items)} items for a limit of {LIST_PAGE}"
-                )
+        def page_at(cursor: Optional[str]) -> ListPage:
+            return self.call("list", self.engine.list, ListRequest(flt, LIST_PAGE, cursor))
+
+        def check(page: ListPage) -> None:
             for hit in page.items:
                 if hit.score != 0.0:
                     self.fail(
                         f"list returned item `{hit.id}` with score {format_f32(hit.score)}; "
                         "a listing scores every hit 0.0"
                     )
-            hits.extend(page.items)
-            cursor = page.next_cursor
-            if cursor is None:
-                return hits
-            if cursor in seen:
-                self.fail(f"list repeated the cursor {quote(cursor)}")
-            seen.add(cursor)
-        raise self.failure(f"list did not end after {MAX_PAGES} pages")
+
+        hits: List[Hit] = self._follow("list", page_at(None), page_at, check)
+        return hits
 
     def list_ids(self, flt: MetaFilter) -> List[ItemId]:
         """The ids :meth:`list_all` gives, in listing order."""
@@ -272,34 +267,51 @@ class Session:
         longer than asked, a non-empty ``incomplete``, a repeated cursor and an
         export that does not end.
         """
-        items: List[Exported] = []
+        try:
+            first = self.engine.export(ListRequest(flt, LIST_PAGE))
+        except UnsupportedError:
+            return None
+        except Error as exc:
+            raise CheckEngineFailure(self.check, exc, "export") from exc
+
+        def page_at(cursor: Optional[str]) -> ExportPage:
+            return self.call("export", self.engine.export, ListRequest(flt, LIST_PAGE, cursor))
+
+        def check(page: ExportPage) -> None:
+            if page.incomplete:
+                self.fail(f"export reported incomplete items {id_list(page.incomplete)}")
+
+        items: List[Exported] = self._follow("export", first, page_at, check)
+        return items
+
+    def _follow(
+        self,
+        op: str,
+        first: Any,
+        page_at: Callable[[str], Any],
+        check: Callable[[Any], None],
+    ) -> List[Any]:
+        """The items of every page of ``op`` from ``first``, following the cursors.
+
+        Fails on a page longer than asked, a page ``check`` refuses, a cursor
+        that repeats and a paging still going after :data:`MAX_PAGES` pages.
+        """
+        items: List[Any] = []
         cursor: Optional[str] = None
         seen: Set[str] = set()
         for _ in range(MAX_PAGES):
-            request = ListRequest(flt, LIST_PAGE, cursor)
-            if cursor is None:
-                try:
-                    page = self.engine.export(request)
-                except UnsupportedError:
-                    return None
-                except Error as exc:
-                    raise CheckEngineFailure(self.check, exc, "export") from exc
-            else:
-                page = self.call("export", self.engine.export, request)
+            page = first if cursor is None else page_at(cursor)
             if len(page.items) > LIST_PAGE:
-                self.fail(
-                    f"export returned {len(page.items)} items for a limit of {LIST_PAGE}"
-                )
-            if page.incomplete:
-                self.fail(f"export reported incomplete items {id_list(page.incomplete)}")
+                self.fail(f"{op} returned {len(page.items)} items for a limit of {LIST_PAGE}")
+            check(page)
             items.extend(page.items)
             cursor = page.next_cursor
             if cursor is None:
                 return items
             if cursor in seen:
-                self.fail(f"export repeated the cursor {quote(cursor)}")
+                self.fail(f"{op} repeated the cursor {quote(cursor)}")
             seen.add(cursor)
-        raise self.failure(f"export did not end after {MAX_PAGES} pages")
+        raise self.failure(f"{op} did not end after {MAX_PAGES} pages")
 
     # -- cleanup ---------------------------------------------------------------
 
@@ -325,3 +337,25 @@ class Session:
                     f"{len(left)} items still list under workspace `{flt.workspace}` "
                     f"after forgetting it: {id_list(left)}"
                 )
+
+
+def run_then_clean(
+    body: Callable[[], None], sessions: Sequence[Session], what: str, log: logging.Logger
+) -> None:
+    """Run ``body``, then clean up ``sessions`` in order, whatever happened.
+
+    When ``body`` fails, its failure is the one raised: a cleanup failing
+    after it is only logged to ``log`` (``"{what} cleanup after a failure also
+    failed"``). When ``body`` passes, a cleanup failure is raised.
+    """
+    try:
+        body()
+    except BaseException:
+        for session in sessions:
+            try:
+                session.cleanup()
+            except ConformanceError as failure:
+                log.warning("%s cleanup after a failure also failed: %s", what, failure)
+        raise
+    for session in sessions:
+        session.cleanup()

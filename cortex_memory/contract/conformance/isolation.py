@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Collection, Optional, Sequence
 
-from cortex_memory.contract.conformance.errors import CheckFailure, ConformanceError
+from cortex_memory.contract.conformance.errors import CheckFailure
 from cortex_memory.contract.conformance.fixtures import round_trip_items
-from cortex_memory.contract.conformance.harness import Run, Session
+from cortex_memory.contract.conformance.harness import Run, Session, run_then_clean
 from cortex_memory.contract.conformance.report import id_list
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.facet import Facet
@@ -140,14 +140,4 @@ def run_isolation(a: MemoryEngine, b: MemoryEngine, *, identity: Optional[Run] =
         )
     run = identity if identity is not None else Run.fresh()
     sa, sb = Session(a, run, ISOLATION), Session(b, run, ISOLATION)
-    try:
-        _check(sa, sb)
-    except BaseException:
-        for session in (sb, sa):
-            try:
-                session.cleanup()
-            except ConformanceError as failure:
-                _log.warning("isolation cleanup after a failure also failed: %s", failure)
-        raise
-    sb.cleanup()
-    sa.cleanup()
+    run_then_clean(lambda: _check(sa, sb), (sb, sa), "isolation", _log)

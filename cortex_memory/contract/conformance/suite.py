@@ -38,8 +38,7 @@ from cortex_memory.contract.conformance.checks_writes import (
     check_deadline,
     check_replace,
 )
-from cortex_memory.contract.conformance.errors import ConformanceError
-from cortex_memory.contract.conformance.harness import Run, Session
+from cortex_memory.contract.conformance.harness import Run, Session, run_then_clean
 from cortex_memory.contract.engine import MemoryEngine
 
 __all__ = ["CHECKS", "CHECK_NAMES", "Check", "run", "run_checks"]
@@ -84,17 +83,13 @@ def run_checks(session: Session, checks: Tuple[Tuple[str, Check], ...] = CHECKS)
     failure is raised only when every check passed (otherwise it is logged,
     so the first failure stays the one reported).
     """
-    try:
+
+    def body() -> None:
         for name, check in checks:
             session.check = name
             check(session)
-    except BaseException:
-        try:
-            session.cleanup()
-        except ConformanceError as cleanup_failure:
-            _log.warning("conformance cleanup after a failure also failed: %s", cleanup_failure)
-        raise
-    session.cleanup()
+
+    run_then_clean(body, (session,), "conformance", _log)
 
 
 def run(engine: MemoryEngine, *, identity: Optional[Run] = None) -> None:
