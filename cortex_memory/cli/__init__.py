@@ -38,47 +38,32 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, Mapping, Optional, Sequence, TextIO, Tuple, Type
+from typing import Dict, Mapping, Optional, Sequence, TextIO, Tuple
 
 from cortex_memory import __version__
 from cortex_memory.cli._commands import COMMANDS as _EVERYDAY
 from cortex_memory.cli._console import PROG, Console
 from cortex_memory.cli._context import Command, Context
 from cortex_memory.cli._demo import DEMO
+from cortex_memory.cli._exits import (
+    EXIT_CODES,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    exit_code,
+)
+from cortex_memory.cli._export import COPY, EXPORT
+from cortex_memory.cli._import import IMPORT
 from cortex_memory.cli._mcp import MCP
 from cortex_memory.cli._options import Parser, ParserExit, add_global_options
 from cortex_memory.cli._select import UsageError
-from cortex_memory.errors import (
-    ConfigError,
-    ConflictError,
-    EngineError,
-    Error,
-    InvalidRequestError,
-    NotFoundError,
-    UnauthorizedError,
-    UnavailableError,
-    UnsupportedError,
-)
+from cortex_memory.errors import Error
 
 __all__ = ["COMMANDS", "Command", "Context", "EXIT_CODES", "exit_code", "main"]
 
 #: Every subcommand, in help order. The lead wires ``mcp`` here.
-COMMANDS: Tuple[Command, ...] = (DEMO, *_EVERYDAY, MCP)
+COMMANDS: Tuple[Command, ...] = (DEMO, *_EVERYDAY, IMPORT, EXPORT, COPY, MCP)
 
-#: Exit status per error class (the first matching class wins).
-EXIT_CODES: Tuple[Tuple[Type[Error], int], ...] = (
-    (ConfigError, 3),
-    (InvalidRequestError, 4),
-    (UnauthorizedError, 5),
-    (NotFoundError, 6),
-    (ConflictError, 7),
-    (UnavailableError, 8),
-    (UnsupportedError, 9),
-    (EngineError, 10),
-)
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 _EPILOG = (
     "Without --engine, --path or a config file, commands use the local engine at the "
@@ -91,14 +76,6 @@ _EPILOG = (
     "8 unavailable (retry later), 9 unsupported, 10 engine error, 130 interrupted; "
     "health: 0 only when ok (5 key rejected, 8 unreachable)."
 )
-
-
-def exit_code(err: Error) -> int:
-    """The exit status for a library error."""
-    for cls, code in EXIT_CODES:
-        if isinstance(err, cls):
-            return code
-    return EXIT_FAILURE
 
 
 def _parser(streams: Dict[str, TextIO], commands: Sequence[Command]) -> Parser:
