@@ -99,19 +99,19 @@ def walk(given: str, options: FileOptions) -> Iterator[Found]:
             name = entry.name
             inner = f"{rel}/{name}" if rel else name
             label = os.path.join(given, inner)
-            if name.startswith("."):
-                suffix = os.sep if _is_dir(entry) else ""
-                yield Found(label + suffix, entry.path, inner, "hidden")
-            elif entry.is_symlink():
-                yield Found(label, entry.path, inner, "a symbolic link (not followed)")
-            elif _is_dir(entry):
-                subfolders.append((entry.path, inner))
-            elif not _is_file(entry):
-                yield Found(label, entry.path, inner, "not a regular file")
-            elif options.include and not any(
+            folder_here = _is_dir(entry)
+            if not folder_here and options.include and not any(
                 fnmatch.fnmatchcase(name, pattern) for pattern in options.include
             ):
                 continue  # left out by --include: asked for, so not reported
+            if name.startswith("."):
+                yield Found(label + (os.sep if folder_here else ""), entry.path, inner, "hidden")
+            elif entry.is_symlink():
+                yield Found(label, entry.path, inner, "a symbolic link (not followed)")
+            elif folder_here:
+                subfolders.append((entry.path, inner))
+            elif not _is_file(entry):
+                yield Found(label, entry.path, inner, "not a regular file")
             elif name.lower().endswith(".jsonl"):
                 yield Found(label, entry.path, inner, _JSONL_FOUND)
             else:

@@ -8,7 +8,8 @@ Three ways to show it, picked from the console:
   every :data:`LINE_EVERY` seconds while the work goes on, and the final count
   when any was shown (a short run shows only its summary), so a log is
   readable and never floods;
-- **nothing** with ``--json``, whose only output is the final JSON summary.
+- **nothing** with ``--json``, whose only output is the final JSON summary
+  (skipped and failed inputs are named in it rather than on stderr).
 
 Notes written while a bar is shown (a skipped file, a failure) first clear
 the bar and then redraw it, so the terminal never shows the two mixed.
@@ -84,7 +85,10 @@ class Progress:
         self._show(final=False)
 
     def note(self, message: str) -> None:
-        """Write ``cortex-memory: <message>`` on stderr without garbling the bar."""
+        """Write ``cortex-memory: <message>`` on stderr without garbling the bar
+        (nothing with ``--json``: its summary says it all)."""
+        if self.mode == "off":
+            return
         if self.mode == "bar" and self._bar_drawn:
             self._write("\r" + " " * self._columns() + "\r")
             self._bar_drawn = False

@@ -10,9 +10,9 @@ skipped or failed, however many inputs there are.
 
 What happens on an error from the engine:
 
-- ``InvalidRequestError`` names one item (the one after the receipts the
-  error carries): that item is counted as failed and the rest of its batch is
-  sent again, so one bad item never loses the others;
+- ``InvalidRequestError`` means an item was refused: the items of the batch
+  the error does not report as stored are sent again one by one, so exactly
+  the refused item is counted as failed and no other is lost;
 - any other ``cortex_memory.Error`` (unavailable, unauthorized, ...) stops
   the run: the receipts it carries are counted, and the command reports what
   was done and exits with the error's status. Ids are fingerprints, so running
@@ -212,26 +212,33 @@ class Transfer:
 
     def _flush(self) -> None:
         batch, self._batch, self._bytes = self._batch, [], 0
-        while batch:
-            items = [entry.item for entry in batch if entry.item is not None]
-            try:
-                receipts = self.engine.store_many(items, replace=batch[0].replace)
-            except InvalidRequestError as err:
-                # The engine refused one item: the one after those it stored.
-                done = len(err.receipts)
-                self._stored(err.receipts)
-                if done >= len(batch):  # pragma: no cover - an engine that misreports
-                    raise
-                self._fail(batch[done].label, err.message, exit_code(err))
-                self.progress.advance()
-                batch = batch[done + 1 :]
-                continue
-            except Error as err:
-                self._stored(err.receipts)
-                self.tally.stopped = err
-                raise _Stop() from err
-            self._stored(receipts)
+        if not batch:
             return
+        try:
+            self._stored(self._store(batch))
+        except InvalidRequestError as err:
+            # The engine refused an item, but which one is not always known: a
+            # bulk write may apply some items before refusing one and report
+            # none of them. Each item not reported is sent again on its own
+            # (those applied are replays), which names exactly the one refused.
+            self._stored(err.receipts)
+            for entry in batch[len(err.receipts) :]:
+                try:
+                    self._stored(self._store([entry]))
+                except InvalidRequestError as alone:
+                    self._fail(entry.label, alone.message, exit_code(alone))
+                    self.progress.advance()
+
+    def _store(self, batch: List[Entry]) -> List[StoreReceipt]:
+        items = [entry.item for entry in batch if entry.item is not None]
+        try:
+            return self.engine.store_many(items, replace=batch[0].replace)
+        except InvalidRequestError:
+            raise
+        except Error as err:
+            self._stored(err.receipts)
+            self.tally.stopped = err
+            raise _Stop() from err
 
     def _stored(self, receipts: Iterable[StoreReceipt]) -> None:
         count = 0
