@@ -21,7 +21,7 @@ import argparse
 import contextlib
 import os
 import tempfile
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 from cortex_memory.cli._context import Command, Context
 from cortex_memory.cli._exits import EXIT_FAILURE
@@ -31,7 +31,7 @@ from cortex_memory.cli._options import add_filter_options, filter_from
 from cortex_memory.cli._progress import Progress
 from cortex_memory.cli._render import plural
 from cortex_memory.cli._select import Selection, UsageError, select_engine
-from cortex_memory.cli._source import Read, read_items
+from cortex_memory.cli._source import Read, approximate_note, read_items
 from cortex_memory.cli._transfer import SHOWN, Entry, Tally, Transfer
 from cortex_memory.config import EngineSettings
 from cortex_memory.contract.replacing import source_identity
@@ -173,11 +173,7 @@ def _export_one(
         counts.exported += 1
         if read.approximate:
             if not counts.approximate:
-                progress.note(
-                    f"engine `{engine_id}` cannot hand items back whole; they are rebuilt "
-                    "from its listing (`approximate` lines: a learning's kind, a document's "
-                    "media type and a conversation's turn details are not listed)"
-                )
+                progress.note(approximate_note(engine_id))
             counts.approximate += 1
     progress.advance()
 
@@ -210,11 +206,17 @@ def _same_place(a_id: Optional[str], a: Optional[EngineSettings], b: Selection) 
     return (a.endpoint or "") == (b.settings.endpoint or "")
 
 
-def _copy_entries(reads: Iterator[Read], replace: bool) -> Iterator[Entry]:
+def _copy_entries(
+    reads: Iterator[Read], replace: bool, note: Callable[[], None]
+) -> Iterator[Entry]:
+    noted = False
     for read in reads:
         if read.item is None:
             yield Entry.fail(read.id, _INCOMPLETE)
             continue
+        if read.approximate and not noted:
+            note()
+            noted = True
         identity = source_identity(read.item.meta)
         replacing = replace and identity is not None and not is_blank(identity.value)
         yield Entry(read.id, read.item, replace=replacing)
@@ -238,7 +240,11 @@ def _run_copy(ctx: Context) -> int:
         with target.build() as into:
             progress.start(None)
             transfer = Transfer(into, progress, tally)
-            entries = _copy_entries(read_items(source, flt), bool(args.replace))
+            source_id = source.descriptor().id
+            entries = _copy_entries(
+                read_items(source, flt), bool(args.replace),
+                lambda: progress.note(approximate_note(source_id)),
+            )
             return finish_transfer(ctx, progress, tally, "copied", lambda: transfer.run(entries))
 
 

@@ -22,7 +22,7 @@ from cortex_memory.contract.items import StoreItem
 from cortex_memory.contract.requests import ListRequest
 from cortex_memory.errors import EngineError, UnsupportedError
 
-__all__ = ["PAGE_BYTES", "PAGE_ITEMS", "Read", "read_items"]
+__all__ = ["PAGE_BYTES", "PAGE_ITEMS", "Read", "approximate_note", "read_items"]
 
 #: Items asked for per page at most (and at first).
 PAGE_ITEMS = 100
@@ -71,6 +71,15 @@ def read_items(engine: MemoryEngine, flt: MetaFilter) -> Iterator[Read]:
             raise EngineError(f"engine `{engine.descriptor().id}` repeated a listing cursor")
         cursor = next_cursor
         limit = _next_limit(limit, text)
+
+
+def approximate_note(engine_id: str) -> str:
+    """What to say, once, when items come from a listing rather than whole."""
+    return (
+        f"engine `{engine_id}` cannot hand items back whole; they are rebuilt from its "
+        "listing (a learning's kind, a document's media type and a conversation's turn "
+        "details are not listed, so those items may get new ids)"
+    )
 
 
 def _next_limit(limit: int, text: int) -> int:

@@ -163,7 +163,8 @@ def test_an_engine_that_cannot_export_is_read_from_its_listing(
         if "tagged ops note" not in json.dumps(line)
     }
     # What a listing carries comes back; what it does not is documented.
-    assert "title" not in by_type["document"] and "mime" not in by_type["document"]
+    assert "title" not in by_type["document"]
+    assert "mime" not in by_type["document"]
     assert by_type["document"]["body"]["text"] == "We ship on Tuesdays."
     assert by_type["document"]["meta"]["tags"] == ["plan", "v1"]
     assert by_type["document"]["meta"]["namespace"] == "team:acme"
@@ -219,7 +220,8 @@ def test_an_item_the_engine_refuses_fails_alone(cli: Runner, tmp_path: Path) -> 
         for n in range(4)
     ]
     # Valid JSON, a valid item, but text no engine can store: a lone surrogate.
-    lines.insert(2, '{"version":1,"id":"b","item":{"type":"document","body":{"text":"tea \\ud800"}}}')
+    surrogate = '{"type":"document","body":{"text":"tea \\ud800"}}'
+    lines.insert(2, f'{{"version":1,"id":"b","item":{surrogate}}}')
     export = tmp_path / "x.jsonl"
     export.write_text("\n".join(lines) + "\n", encoding="utf-8")
     db = tmp_path / "b.db"
@@ -246,9 +248,11 @@ def test_replace_on_export_lines_is_asked_for(cli: Runner, tmp_path: Path) -> No
     export = tmp_path / "x.jsonl"
     export.write_text(json.dumps({"version": 1, "id": "n", "item": new.to_json()}) + "\n")
     kept = _ok(cli("--path", str(db), "import", str(export), "--json"))
-    assert kept["replaced"] == 0 and len(_held(db)) == 2
+    assert kept["replaced"] == 0
+    assert len(_held(db)) == 2
     replaced = _ok(cli("--path", str(db), "import", str(export), "--replace", "--json"))
-    assert replaced["replaced"] == 1 and list(_held(db)) == [new.fingerprint()]
+    assert replaced["replaced"] == 1
+    assert list(_held(db)) == [new.fingerprint()]
 
 
 # ------------------------------------------------------------------ bounded pages

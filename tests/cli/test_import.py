@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from cortex_memory import ListRequest, LocalEngine, MetaFilter, StoreItem
+from cortex_memory import ListRequest, LocalEngine, MetaFilter
 from cortex_memory.contract.limits import MAX_ITEM_BYTES
 from cortex_memory.testing import DirectDouble
 
@@ -214,9 +214,12 @@ def test_a_file_over_the_item_limit_fails_visibly(cli: Runner, db: Path, tmp_pat
 def test_json_mode_prints_only_the_summary(cli: Runner, notes: Path, db: Path) -> None:
     result = cli("--path", str(db), "import", str(notes), "--json")
     summary = _ok(result)
-    assert summary["imported"] == 2 and summary["skipped"] == 6 and summary["failed"] == 0
+    assert summary["imported"] == 2
+    assert summary["skipped"] == 6
+    assert summary["failed"] == 0
     assert {"input": str(notes / "empty.md"), "reason": "empty"} in summary["skipped_inputs"]
-    assert "importing" not in result.err and "skipped" not in result.err
+    assert "importing" not in result.err
+    assert "skipped" not in result.err
 
 
 # ------------------------------------------------------------------ engine failures
