@@ -11,6 +11,9 @@
     cortex-memory forget <id>
     cortex-memory health
     cortex-memory engines
+    cortex-memory import notes/               # text files, folders, or an export (.jsonl)
+    cortex-memory export backup.jsonl         # every item, one JSON line each (`-`: stdout)
+    cortex-memory copy --to cortexdb          # into another engine; a re-run resumes
 
 Global options (before or after the command): ``--json``, ``--config PATH``,
 ``--engine ID``, ``--endpoint URL``, ``--path DB`` (its folder must exist unless
@@ -28,7 +31,9 @@ missing folder), 3 configuration, 4 invalid request, 5 unauthorized, 6 not
 found (also ``get`` of an id not held and ``forget`` of an id that matched
 nothing), 7 conflict, 8 unavailable, 9 unsupported, 10 engine error, 130
 interrupted); ``health`` exits 0 only when ok: 5 for a rejected credential, 8
-when unreachable or degraded, 1 when down otherwise. docs/cli.md has the table.
+when unreachable or degraded, 1 when down otherwise. ``import`` and ``copy``
+exit with the status of the engine error that stopped them, else with the
+status their failed inputs share (1 when they differ). docs/cli.md has the table.
 
 Subcommands are declared in one table (:data:`COMMANDS`); adding one (such
 as an ``mcp`` server command) is one :class:`Command` entry.
@@ -74,7 +79,8 @@ _EPILOG = (
     "missing folder without --create), 3 config, 4 invalid request, 5 unauthorized, "
     "6 not found (also get or forget of an id that matches nothing), 7 conflict, "
     "8 unavailable (retry later), 9 unsupported, 10 engine error, 130 interrupted; "
-    "health: 0 only when ok (5 key rejected, 8 unreachable)."
+    "health: 0 only when ok (5 key rejected, 8 unreachable). import and copy: the status of "
+    "the error that stopped them, else of their failed inputs; a re-run resumes."
 )
 
 
