@@ -297,3 +297,52 @@ def test_export_replaces_an_earlier_file_private_to_the_user(
     assert cli("--path", str(source), "export", str(out)).status == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_an_overlong_or_undecodable_line_fails_alone(
+    cli: Runner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cortex_memory.cli import _jsonl
+
+    monkeypatch.setattr(_jsonl, "MAX_LINE", 200)
+    good = [
+        json.dumps({"version": 1, "id": "a", "item": StoreItem.document(f"note {n}").to_json()})
+        for n in range(3)
+    ]
+    long_line = json.dumps(
+        {"version": 1, "id": "b", "item": StoreItem.document("x" * 500).to_json()}
+    )
+    export = tmp_path / "x.jsonl"
+    export.write_bytes(
+        "\n".join([good[0], long_line, good[1]]).encode() + b"\n\xff\xfe broken\n"
+        + good[2].encode() + b"\n"
+    )
+    result = cli("--path", str(tmp_path / "b.db"), "import", str(export))
+    assert result.status == 4
+    assert result.out == "imported 3 items (3 new, 0 unchanged), failed 2\n"
+    assert f"failed: {export}:2: longer than 200 characters" in result.err
+    assert f"failed: {export}:4: not UTF-8 text" in result.err
+
+
+def test_a_terminal_shows_the_lines_of_an_export_as_a_total(
+    env: Dict[str, str], tmp_path: Path
+) -> None:
+    import io
+
+    from cortex_memory.cli import main
+
+    class _Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    source = _filled(tmp_path / "a.db", _every_kind())
+    export = tmp_path / "x.jsonl"
+    assert main(["--path", str(source), "export", str(export)], env=env,
+                stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    lines = export.read_text(encoding="utf-8").splitlines()
+    export.write_text("\n\n" + "\n\n".join(lines) + "\n\n\n", encoding="utf-8")  # blank lines
+    err = _Tty()
+    status = main(["--path", str(tmp_path / "b.db"), "import", str(export)], env=env,
+                  stdout=io.StringIO(), stderr=err)
+    assert status == 0
+    assert err.getvalue().split("\r")[-1].startswith("importing [####################] 4/4 100%")

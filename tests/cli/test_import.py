@@ -273,3 +273,27 @@ def test_a_database_in_a_missing_folder_imports_nothing(
     result = cli("--path", str(tmp_path / "no" / "m.db"), "import", str(notes))
     assert result.status == 2
     assert "the folder of --path does not exist" in result.err
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "title", "body"),
+    [
+        ("a.md", "\n\n# Title here #\n\n\nBody.\n", "Title here", "Body.\n"),
+        ("b.md", "## A subheading\n\nBody.\n", "b", "## A subheading\n\nBody.\n"),
+        ("c.md", "#NoSpace\n\nBody.\n", "c", "#NoSpace\n\nBody.\n"),
+        ("d.md", "# Only a heading\n", "d", "# Only a heading\n"),
+        ("e.txt", "# Not Markdown\n\nBody.\n", "e", "# Not Markdown\n\nBody.\n"),
+        ("README", "plain text\r\nwith CRLF\r\n", "README", "plain text\r\nwith CRLF\r\n"),
+        ("f.markdown", "\ufeff# With a BOM\n\nBody.\n", "With a BOM", "Body.\n"),
+    ],
+)
+def test_titles_and_bodies(
+    cli: Runner, tmp_path: Path, name: str, text: str, title: str, body: str
+) -> None:
+    path = tmp_path / "in" / name
+    path.parent.mkdir()
+    path.write_bytes(text.encode("utf-8"))
+    db = tmp_path / "m.db"
+    assert cli("--path", str(db), "import", str(path)).status == 0
+    (item,) = _items(db)
+    assert (item["title"], item["body"]["text"]) == (title, body)
