@@ -30,7 +30,7 @@ from cortex_memory.cli._jsonl import export_line
 from cortex_memory.cli._options import add_filter_options, filter_from
 from cortex_memory.cli._progress import Progress
 from cortex_memory.cli._render import plural
-from cortex_memory.cli._select import Selection, UsageError, select_engine
+from cortex_memory.cli._select import Selection, UsageError, check_path, select_engine
 from cortex_memory.cli._source import Read, approximate_note, read_items
 from cortex_memory.cli._transfer import SHOWN, Entry, Tally, Transfer
 from cortex_memory.config import EngineSettings
@@ -206,6 +206,26 @@ def _same_place(a_id: Optional[str], a: Optional[EngineSettings], b: Selection) 
     return (a.endpoint or "") == (b.settings.endpoint or "")
 
 
+def _target(ctx: Context) -> Selection:
+    """The engine ``--to`` names, with ``--to-path``/``--to-endpoint`` (said as such)."""
+    args = ctx.args
+    create = bool(getattr(args, "create", False))
+    local = args.to == LOCAL_ENGINE_ID
+    if local and args.to_endpoint is not None:
+        raise UsageError("--to-endpoint is for the CortexDB engines; --to local takes --to-path")
+    if not local and args.to_path is not None:
+        raise UsageError(f"--to-path is for --to local, not `{args.to}`")
+    if args.to_path is not None:
+        try:
+            check_path(args.to_path, create=create)
+        except UsageError as exc:
+            raise UsageError(str(exc).replace("--path", "--to-path")) from None
+    return select_engine(
+        engine=args.to, endpoint=args.to_endpoint, path=args.to_path,
+        config_file=args.config, env=ctx.env, create=create,
+    )
+
+
 def _copy_entries(
     reads: Iterator[Read], replace: bool, note: Callable[[], None]
 ) -> Iterator[Entry]:
@@ -225,10 +245,7 @@ def _copy_entries(
 def _run_copy(ctx: Context) -> int:
     args = ctx.args
     flt = filter_from(args)
-    target = select_engine(
-        engine=args.to, endpoint=args.to_endpoint, path=args.to_path,
-        config_file=args.config, env=ctx.env, create=bool(getattr(args, "create", False)),
-    )
+    target = _target(ctx)
     tally = Tally()
     progress = Progress(ctx.console, "copying", "items")
     with ctx.open_engine() as source:

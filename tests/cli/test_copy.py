@@ -149,7 +149,11 @@ def test_a_failed_export_part_way_leaves_no_file(
         (["--path", "{a}", "copy", "--to", "nowhere"], 3, "nowhere"),
         (["--path", "{a}", "copy", "--to", "cortexdb"], 3, "set CORTEX_MEMORY_API_KEY"),
         (["--path", "{a}", "copy", "--to", "local", "--to-path", "{tmp}/no/b.db"], 2,
-         "does not exist"),
+         "the folder of --to-path does not exist"),
+        (["--path", "{a}", "copy", "--to", "cortexdb", "--to-path", "{tmp}/b.db"], 2,
+         "--to-path is for --to local, not `cortexdb`"),
+        (["--path", "{a}", "copy", "--to", "local", "--to-endpoint", "https://x.test"], 2,
+         "--to-endpoint is for the CortexDB engines"),
     ],
 )
 def test_copy_refuses_a_target_it_cannot_use(
