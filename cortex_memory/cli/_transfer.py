@@ -170,6 +170,7 @@ class Transfer:
                 problem = _check(entry)
                 if problem is not None:
                     self._fail(entry.label, problem.message, exit_code(problem))
+                    self.progress.advance()
                     continue
                 if self._batch and (
                     entry.replace != self._batch[0].replace

@@ -340,9 +340,10 @@ def test_a_terminal_shows_the_lines_of_an_export_as_a_total(
     assert main(["--path", str(source), "export", str(export)], env=env,
                 stdout=io.StringIO(), stderr=io.StringIO()) == 0
     lines = export.read_text(encoding="utf-8").splitlines()
+    lines.append('{"version":1,"id":"x","item":{"type":"document","body":{"text":" "}}}')
     export.write_text("\n\n" + "\n\n".join(lines) + "\n\n\n", encoding="utf-8")  # blank lines
     err = _Tty()
     status = main(["--path", str(tmp_path / "b.db"), "import", str(export)], env=env,
                   stdout=io.StringIO(), stderr=err)
-    assert status == 0
-    assert err.getvalue().split("\r")[-1].startswith("importing [####################] 4/4 100%")
+    assert status == 4  # the blank document is refused
+    assert err.getvalue().split("\r")[-1].startswith("importing [####################] 5/5 100%")
