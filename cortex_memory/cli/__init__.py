@@ -11,6 +11,9 @@
     cortex-memory forget <id>
     cortex-memory health
     cortex-memory engines
+    cortex-memory import notes/               # text files, folders, or an export (.jsonl)
+    cortex-memory export backup.jsonl         # every item, one JSON line each (`-`: stdout)
+    cortex-memory copy --to cortexdb          # into another engine; a re-run resumes
 
 Global options (before or after the command): ``--json``, ``--config PATH``,
 ``--engine ID``, ``--endpoint URL``, ``--path DB`` (its folder must exist unless
@@ -28,7 +31,9 @@ missing folder), 3 configuration, 4 invalid request, 5 unauthorized, 6 not
 found (also ``get`` of an id not held and ``forget`` of an id that matched
 nothing), 7 conflict, 8 unavailable, 9 unsupported, 10 engine error, 130
 interrupted); ``health`` exits 0 only when ok: 5 for a rejected credential, 8
-when unreachable or degraded, 1 when down otherwise. docs/cli.md has the table.
+when unreachable or degraded, 1 when down otherwise. ``import`` and ``copy``
+exit with the status of the engine error that stopped them, else with the
+status their failed inputs share (1 when they differ). docs/cli.md has the table.
 
 Subcommands are declared in one table (:data:`COMMANDS`); adding one (such
 as an ``mcp`` server command) is one :class:`Command` entry.
@@ -38,47 +43,32 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, Mapping, Optional, Sequence, TextIO, Tuple, Type
+from typing import Dict, Mapping, Optional, Sequence, TextIO, Tuple
 
 from cortex_memory import __version__
 from cortex_memory.cli._commands import COMMANDS as _EVERYDAY
 from cortex_memory.cli._console import PROG, Console
 from cortex_memory.cli._context import Command, Context
 from cortex_memory.cli._demo import DEMO
+from cortex_memory.cli._exits import (
+    EXIT_CODES,
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    exit_code,
+)
+from cortex_memory.cli._export import COPY, EXPORT
+from cortex_memory.cli._import import IMPORT
 from cortex_memory.cli._mcp import MCP
 from cortex_memory.cli._options import Parser, ParserExit, add_global_options
 from cortex_memory.cli._select import UsageError
-from cortex_memory.errors import (
-    ConfigError,
-    ConflictError,
-    EngineError,
-    Error,
-    InvalidRequestError,
-    NotFoundError,
-    UnauthorizedError,
-    UnavailableError,
-    UnsupportedError,
-)
+from cortex_memory.errors import Error
 
 __all__ = ["COMMANDS", "Command", "Context", "EXIT_CODES", "exit_code", "main"]
 
 #: Every subcommand, in help order. The lead wires ``mcp`` here.
-COMMANDS: Tuple[Command, ...] = (DEMO, *_EVERYDAY, MCP)
+COMMANDS: Tuple[Command, ...] = (DEMO, *_EVERYDAY, IMPORT, EXPORT, COPY, MCP)
 
-#: Exit status per error class (the first matching class wins).
-EXIT_CODES: Tuple[Tuple[Type[Error], int], ...] = (
-    (ConfigError, 3),
-    (InvalidRequestError, 4),
-    (UnauthorizedError, 5),
-    (NotFoundError, 6),
-    (ConflictError, 7),
-    (UnavailableError, 8),
-    (UnsupportedError, 9),
-    (EngineError, 10),
-)
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 _EPILOG = (
     "Without --engine, --path or a config file, commands use the local engine at the "
@@ -89,16 +79,9 @@ _EPILOG = (
     "missing folder without --create), 3 config, 4 invalid request, 5 unauthorized, "
     "6 not found (also get or forget of an id that matches nothing), 7 conflict, "
     "8 unavailable (retry later), 9 unsupported, 10 engine error, 130 interrupted; "
-    "health: 0 only when ok (5 key rejected, 8 unreachable)."
+    "health: 0 only when ok (5 key rejected, 8 unreachable). import and copy: the status of "
+    "the error that stopped them, else of their failed inputs; a re-run resumes."
 )
-
-
-def exit_code(err: Error) -> int:
-    """The exit status for a library error."""
-    for cls, code in EXIT_CODES:
-        if isinstance(err, cls):
-            return code
-    return EXIT_FAILURE
 
 
 def _parser(streams: Dict[str, TextIO], commands: Sequence[Command]) -> Parser:

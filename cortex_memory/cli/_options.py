@@ -32,6 +32,7 @@ __all__ = [
     "add_reach_options",
     "filter_from",
     "meta_from",
+    "namespace_value",
     "reach_from",
     "split_values",
 ]
@@ -125,6 +126,11 @@ def _kind(text: str) -> ItemKind:
         return ItemKind.parse(text, "item type")
     except Error as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def namespace_value(text: str) -> Namespace:
+    """An argparse ``type`` for a namespace (``team:acme/agent:writer``)."""
+    return _namespace(text)
 
 
 def _source_kind(text: str) -> SourceKind:
