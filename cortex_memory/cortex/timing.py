@@ -24,12 +24,11 @@ call's :class:`Deadline`, which never sleeps past its end.
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import time
-from dataclasses import dataclass, fields, replace
-from typing import Callable, Optional, Tuple, Type, TypeVar
+from dataclasses import dataclass, fields
+from typing import Callable, Optional, Tuple, Type, TypeVar, Union
 
 from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.errors import ConfigError, ConflictError, Error, NotFoundError, UnavailableError
@@ -59,6 +58,10 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Sleep = Callable[[float], None]
+
+Where = Union[str, Callable[[], str]]
+"""How a retried call is named in a deadline error and the log: the name, or a function
+building it (a read's name is built only if one of its attempts fails)."""
 
 
 @dataclass(frozen=True)
@@ -209,20 +212,18 @@ class RetryPolicy:
                 return attempts
         return self.attempts
 
-    def delay(self, attempt: int) -> float:
-        """Seconds to sleep after failed attempt ``attempt`` (1-based)."""
-        return backoff(attempt, self.backoff)
-
-    def with_backoff(self, base: float) -> RetryPolicy:
-        """This policy with backoff base ``base`` (a ``Timing.read_backoff``); cached."""
-        return self if base == self.backoff else _rebased(self, base)
+    def delay(self, attempt: int, base: Optional[float] = None) -> float:
+        """Seconds to sleep after failed attempt ``attempt`` (1-based), from the policy's
+        backoff base or ``base``."""
+        return backoff(attempt, self.backoff if base is None else base)
 
     def run(
         self,
         call: Callable[[], T],
         deadline: Deadline,
-        where: str,
+        where: Where,
         *,
+        backoff: Optional[float] = None,
         applied: Optional[Callable[[Error], T]] = None,
         sleep: Sleep = time.sleep,
     ) -> Tuple[T, int]:
@@ -234,6 +235,10 @@ class RetryPolicy:
         error that caused the retry. With ``applied``, an ``applied_on_retry``
         error met on a retry becomes ``applied(err)`` (called while handling it, so
         what ``applied`` raises is never retried); without it, that error propagates.
+        ``where`` names the call in that error and in the log (never a query string);
+        it may be a function, called only once an attempt has failed. ``backoff`` is
+        this call's backoff base (an engine's ``Timing.read_backoff``) in place of
+        the policy's.
         """
         attempt = 1
         while True:
@@ -242,7 +247,9 @@ class RetryPolicy:
             except self.retry_on as err:
                 if attempt >= self.limit(err):
                     raise
-                delay = self.delay(attempt)
+                delay = self.delay(attempt, backoff)
+                if not isinstance(where, str):
+                    where = where()
                 logger.debug(
                     "%s: attempt %d failed (%s), retrying in %.3f s",
                     where, attempt, type(err).__name__, delay,
@@ -256,7 +263,7 @@ class RetryPolicy:
                     raise
                 logger.debug(
                     "%s: retry %d met %s; an earlier attempt applied",
-                    where, attempt, type(err).__name__,
+                    where if isinstance(where, str) else where(), attempt, type(err).__name__,
                 )  # fmt: skip
                 return applied(err), attempt
             attempt += 1
@@ -268,12 +275,6 @@ def _attempts(name: str, value: object) -> int:
     if value < 1:
         raise ConfigError(f"{name} must be at least 1")
     return value
-
-
-@functools.lru_cache(maxsize=32)
-def _rebased(policy: RetryPolicy, base: float) -> RetryPolicy:
-    # Reads ask on every call with their client's Timing: build each variant once.
-    return replace(policy, backoff=base)
 
 
 READS = RetryPolicy(longer=((AUTHORIZATION_STATE_CHANGED, STATE_CHANGE_ATTEMPTS),))

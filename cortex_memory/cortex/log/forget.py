@@ -54,5 +54,5 @@ def _forget_batch(log: Log, body: Dict[str, Any], deadline: Deadline) -> None:
         client.once("POST", route, body, deadline=deadline)
 
     # A 404 on a retry: an earlier attempt applied, so the forget is done.
-    policy = HOSTED_FORGETS.with_backoff(log.timing.read_backoff)
-    policy.run(send, deadline, where, applied=lambda err: None)
+    backoff = log.timing.read_backoff
+    HOSTED_FORGETS.run(send, deadline, where, backoff=backoff, applied=lambda err: None)

@@ -235,8 +235,8 @@ def _write_one_hosted(log: Log, request: ExperienceRequest, deadline: Deadline) 
         # A retry refused as already claimed: an earlier attempt may have written it.
         return Receipt(recover(log, request, deadline, cause=err), False)
 
-    policy = HOSTED_WRITES.with_backoff(log.timing.read_backoff)
-    return policy.run(send, deadline, where, applied=applied)[0]
+    backoff = log.timing.read_backoff
+    return HOSTED_WRITES.run(send, deadline, where, backoff=backoff, applied=applied)[0]
 
 
 def find_written(events: Sequence[object], text: str, labels: Sequence[str]) -> Optional[str]:

@@ -259,10 +259,11 @@ class HttpClient(Exchange):
         """A read: up to 3 attempts on ``UnavailableError`` (6 while the state is changing)."""
         bound = Deadline.of(deadline)
         payload = self._encode(body)
-        response, attempts = READS.with_backoff(self._timing.read_backoff).run(
+        response, attempts = READS.run(
             lambda: self._attempt(method, route, payload, bound, claim=None),
             bound,
-            self._where(route),
+            lambda: self._where(route),
+            backoff=self._timing.read_backoff,
         )
         return response if attempts == 1 else replace(response, attempts=attempts)
 
