@@ -35,23 +35,9 @@ from cortex_memory.errors import (
 )
 from cortex_memory.testing.hostile import CountingServer
 
+from ._clock import FakeClock
+
 WHERE = "memory API v1/events on h"
-
-
-class Clock:
-    """A monotonic clock that only moves when something sleeps on it."""
-
-    def __init__(self) -> None:
-        self.now = 500.0
-        self.slept: List[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds >= 0
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 class Script:
@@ -125,7 +111,7 @@ def test_the_engine_policies() -> None:
 
 
 def test_a_retried_call_sleeps_the_backoff_between_attempts() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     call = Script(busy(), busy())
     policy = RetryPolicy(attempts=3, backoff=0.1)
     assert policy.run(call, Deadline(None), WHERE, sleep=clock.sleep) == ("ok", 3)
@@ -133,7 +119,7 @@ def test_a_retried_call_sleeps_the_backoff_between_attempts() -> None:
 
 
 def test_the_last_error_propagates_when_the_attempts_are_spent() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     errors = [busy(), busy(), UnavailableError("third")]
     call = Script(*errors)
     with pytest.raises(UnavailableError) as caught:
@@ -145,7 +131,7 @@ def test_the_last_error_propagates_when_the_attempts_are_spent() -> None:
 
 @pytest.mark.parametrize("error", [EngineError("x"), NotFoundError("x"), ConflictError("x")])
 def test_other_errors_are_not_retried(error: Error) -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     call = Script(error)
     with pytest.raises(type(error)):
         READS.run(call, Deadline(None), WHERE, sleep=clock.sleep)
@@ -153,7 +139,7 @@ def test_other_errors_are_not_retried(error: Error) -> None:
 
 
 def test_a_longer_code_earns_its_attempts_each_time_it_is_seen() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     state = busy(AUTHORIZATION_STATE_CHANGED)
     call = Script(*[state] * 6)
     with pytest.raises(UnavailableError):
@@ -169,7 +155,7 @@ def test_a_longer_code_earns_its_attempts_each_time_it_is_seen() -> None:
 
 
 def test_a_backoff_past_the_deadline_fails_at_once_chained_to_the_failure() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     first = busy()
     call = Script(first, busy(), busy())
     deadline = Deadline(0.6, clock=clock)
@@ -185,7 +171,7 @@ def test_a_backoff_past_the_deadline_fails_at_once_chained_to_the_failure() -> N
 
 
 def test_applied_on_retry_ends_the_loop_with_the_callers_answer() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     conflict = ConflictError("claimed")
     call = Script(busy(), conflict)
     seen: List[Error] = []
@@ -200,7 +186,7 @@ def test_applied_on_retry_ends_the_loop_with_the_callers_answer() -> None:
 
 
 def test_applied_on_retry_is_an_error_on_the_first_attempt_or_without_applied() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     with pytest.raises(ConflictError):
         HOSTED_WRITES.run(
             Script(ConflictError("x")), Deadline(None), WHERE, applied=str, sleep=clock.sleep
@@ -212,7 +198,7 @@ def test_applied_on_retry_is_an_error_on_the_first_attempt_or_without_applied() 
 
 
 def test_what_applied_raises_is_never_retried() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     call = Script(busy(), ConflictError("claimed"))
     unknown = UnavailableError("the outcome is unknown")
 
@@ -226,7 +212,7 @@ def test_what_applied_raises_is_never_retried() -> None:
 
 
 def test_a_call_may_bring_its_own_backoff_base() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     call = Script(busy(), busy())
     assert READS.run(call, Deadline(None), WHERE, backoff=0.005, sleep=clock.sleep) == ("ok", 3)
     assert clock.slept == [0.005, 0.01]
@@ -234,7 +220,7 @@ def test_a_call_may_bring_its_own_backoff_base() -> None:
 
 
 def test_where_may_be_built_only_on_failure() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     built: List[int] = []
 
     def where() -> str:
@@ -277,7 +263,7 @@ def test_retry_policies_validate(changes: dict, error: type) -> None:  # type: i
     base=st.sampled_from([0.0, 0.005, 0.25, 1.5]),
 )
 def test_retry_property(attempts: int, failures: int, base: float) -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     call = Script(*[busy() for _ in range(failures)])
     policy = RetryPolicy(attempts=attempts, backoff=base)
     if failures < attempts:
@@ -311,7 +297,7 @@ def test_poll_gaps_direct_keep_hosted_double_to_the_ceiling() -> None:
 
 
 def test_poll_until_returns_the_first_answer() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     answers = iter([None, None, "event-1"])
     policy = PollPolicy(budget=10.0, interval=0.25)
     found = poll_until(lambda: next(answers), policy, Deadline(None), WHERE,
@@ -321,7 +307,7 @@ def test_poll_until_returns_the_first_answer() -> None:
 
 
 def test_poll_until_spends_the_budget_and_clips_the_last_gap() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     calls: List[float] = []
 
     def check() -> Optional[str]:
@@ -336,14 +322,14 @@ def test_poll_until_spends_the_budget_and_clips_the_last_gap() -> None:
 
 
 def test_a_zero_budget_checks_once() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     policy = PollPolicy(budget=0.0, interval=0.25)
     assert poll_until(never, policy, Deadline(None), WHERE, clock=clock, sleep=clock.sleep) is None
     assert clock.slept == []
 
 
 def test_poll_until_stops_at_the_deadline_with_its_error() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     deadline = Deadline(1.0, clock=clock)
     policy = PollPolicy(budget=30.0, interval=0.25)
     with pytest.raises(UnavailableError) as caught:
@@ -354,7 +340,7 @@ def test_poll_until_stops_at_the_deadline_with_its_error() -> None:
 
 
 def test_what_the_check_raises_propagates() -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
 
     def check() -> Optional[str]:
         raise EngineError("the listing is malformed")
@@ -396,7 +382,7 @@ def test_poll_property(
     bound: Optional[float],
     answer_after: Optional[int],
 ) -> None:
-    clock = Clock()
+    clock = FakeClock(500.0)
     deadline = Deadline(bound, clock=clock)
     policy = PollPolicy(budget, interval, ceiling)
     checks = {"n": 0}
