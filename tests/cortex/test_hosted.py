@@ -282,7 +282,7 @@ def test_unwrapped_listing_is_an_engine_error() -> None:
 
 
 def test_hosted_visibility_backoff_doubles_to_the_ceiling(make_double) -> None:
-    from cortex_memory.cortex.log.timing import next_poll
+    from cortex_memory.cortex.timing import next_poll
 
     timing = Timing()
     gaps = [timing.poll_interval]

@@ -49,7 +49,7 @@ def test_the_double_receives_the_requests_the_plan_built(direct) -> None:
 
 def test_a_long_document_goes_in_bulks_of_at_most_8_mib(direct) -> None:
     from cortex_memory.contract import GetRequest
-    from cortex_memory.cortex.log.timing import MAX_BULK_BYTES
+    from cortex_memory.cortex.log.sizes import MAX_BULK_BYTES
 
     line = "A paragraph of the long report, with \"quotes\" and accents: café.\n"
     text = line * (10 * 1024 * 1024 // len(line))

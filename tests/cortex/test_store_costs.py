@@ -20,7 +20,7 @@ import urllib3
 
 from cortex_memory.contract import Document, MemoryMeta, StoreItem, TextBody, WaitFor
 from cortex_memory.cortex.envelope import encode_checked, envelopes, experience_request
-from cortex_memory.cortex.log.timing import LISTED_LIMIT, SETTLE_EVENTS
+from cortex_memory.cortex.log.sizes import LISTED_LIMIT, SETTLE_EVENTS
 from cortex_memory.cortex.log.visibility import is_listed
 from cortex_memory.cortex.log.write import Written
 from cortex_memory.cortex.timing import Deadline

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Dict, List
+from typing import Dict
 
 import pytest
 from urllib3 import HTTPHeaderDict
@@ -13,6 +13,8 @@ from cortex_memory.cortex.transport import RateLimitPause
 from cortex_memory.cortex.transport.pause import parse_pause_seconds
 from cortex_memory.errors import UnavailableError
 from cortex_memory.testing.hostile import CountingServer, LoopbackServer
+
+from ._clock import FakeClock
 
 
 def headers(**values: str) -> HTTPHeaderDict:
@@ -46,21 +48,8 @@ def test_parse_pause_seconds(given: Dict[str, str], seconds: object) -> None:
     assert parse_pause_seconds(headers(**given)) == seconds
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: List[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 def test_note_caps_and_keeps_the_later_until() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     pause = RateLimitPause(clock=clock, sleep=clock.sleep)
     assert pause.note(headers(Retry_After="60"), 10.0) == 10.0
     assert pause.remaining() == 10.0
@@ -74,7 +63,7 @@ def test_note_caps_and_keeps_the_later_until() -> None:
 
 
 def test_wait_sleeps_until_the_pause_is_over_and_rereads() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     pause = RateLimitPause(clock=clock)
 
     def sleep(seconds: float) -> None:
@@ -91,7 +80,7 @@ def test_wait_sleeps_until_the_pause_is_over_and_rereads() -> None:
 
 
 def test_wait_respects_the_deadline() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     pause = RateLimitPause(clock=clock, sleep=clock.sleep)
     pause.note(headers(Retry_After="5"), 10.0)
     with pytest.raises(UnavailableError) as caught:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import List
 
 import pytest
 
 from cortex_memory.cortex import Deadline, Timing
 from cortex_memory.errors import ConfigError, InvalidRequestError, UnavailableError
+
+from ._clock import FakeClock
 
 
 def test_defaults_are_the_specification_numbers() -> None:
@@ -64,19 +65,6 @@ def test_wrong_types_are_type_errors(value: object) -> None:
     with pytest.raises(TypeError) as caught:
         Timing(request_timeout=value)  # type: ignore[arg-type]
     assert "Timing.request_timeout" in str(caught.value)
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: List[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def test_unbounded_deadline() -> None:

@@ -22,7 +22,7 @@ from cortex_memory.cortex.engine.fanout import SCOPE_WORKERS, fan_out
 from cortex_memory.cortex.engine.scopes import KindScope, scopes_for
 from cortex_memory.cortex.envelope import Keeper, decode_event, narrowing
 from cortex_memory.cortex.log.read import event_id
-from cortex_memory.cortex.log.timing import PAGE_LIMIT, WALK_PAGES
+from cortex_memory.cortex.log.sizes import PAGE_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline
 
 __all__ = ["explore"]

@@ -32,7 +32,7 @@ from cortex_memory.cortex.envelope.labels import narrowing
 from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
 from cortex_memory.cortex.envelope.rebuild import rebuild, rebuild_whole
 from cortex_memory.cortex.envelope.scopes import parse_scope
-from cortex_memory.cortex.log.timing import PAGE_LIMIT, WALK_PAGES
+from cortex_memory.cortex.log.sizes import PAGE_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError
 

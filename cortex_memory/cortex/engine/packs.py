@@ -26,7 +26,7 @@ from typing import (
 from cortex_memory.cortex.envelope import Envelope, Keeper, decode_event
 
 # The budget lives with the log layer (the settle probe uses it too); re-exported here.
-from cortex_memory.cortex.log.timing import EVENT_TOKENS, MAX_PACK_TOKENS, whole_items_budget
+from cortex_memory.cortex.log.sizes import EVENT_TOKENS, MAX_PACK_TOKENS, whole_items_budget
 
 __all__ = [
     "EVENTS_PER_HIT",

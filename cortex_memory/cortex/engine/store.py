@@ -51,7 +51,7 @@ from cortex_memory.cortex.engine.scopes import KindScope, kind_scope
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import encode_checked
 from cortex_memory.cortex.envelope.request import ExperienceRequest, experience_request
-from cortex_memory.cortex.log.timing import PAGE_LIMIT
+from cortex_memory.cortex.log.sizes import PAGE_LIMIT
 from cortex_memory.cortex.log.visibility import await_listed, await_settled
 from cortex_memory.cortex.log.write import Written, write, write_events, written
 from cortex_memory.cortex.timing import Deadline

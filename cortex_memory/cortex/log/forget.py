@@ -6,24 +6,20 @@ and removes only what was derived from them, so a forget without it would report
 success and remove nothing. The selector is never empty and never
 ``confirm_all``. Direct sends each request once; hosted retries a transient
 failure (each attempt under a new claim) and treats a 404 on a retry as done,
-since an earlier attempt must have applied.
+since an earlier attempt must have applied: the policy
+:data:`~cortex_memory.cortex.timing.HOSTED_FORGETS`.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Dict, Sequence
 
 from cortex_memory.cortex.log.read import Log
-from cortex_memory.cortex.log.timing import FORGET_ATTEMPTS, FORGET_BATCH
-from cortex_memory.cortex.timing import Deadline
-from cortex_memory.cortex.transport.client import backoff
+from cortex_memory.cortex.log.sizes import FORGET_BATCH
+from cortex_memory.cortex.timing import HOSTED_FORGETS, Deadline
 from cortex_memory.cortex.wire import Route
-from cortex_memory.errors import NotFoundError, UnavailableError
 
 __all__ = ["AUDIT_NOTE", "forget_events", "forget_body"]
-
-logger = logging.getLogger(__name__)
 
 AUDIT_NOTE = "tinymemory: forget"
 """The audit note every forget carries."""
@@ -53,22 +49,10 @@ def _forget_batch(log: Log, body: Dict[str, Any], deadline: Deadline) -> None:
         client.once("POST", route, body, deadline=deadline)
         return
     where = f"memory API {route} on {client.host}"
-    attempt = 1
-    while True:
-        try:
-            client.once("POST", route, body, deadline=deadline)
-            return
-        except NotFoundError:
-            if attempt == 1:
-                raise
-            logger.debug("%s: a retried forget found nothing; an earlier attempt applied", where)
-            return
-        except UnavailableError as err:
-            if attempt >= FORGET_ATTEMPTS:
-                raise
-            logger.debug("%s: forget attempt %d unavailable, retrying", where, attempt)
-            try:
-                deadline.sleep(backoff(attempt, log.timing.read_backoff), where)
-            except UnavailableError as exceeded:
-                raise exceeded from err
-            attempt += 1
+
+    def send() -> None:
+        client.once("POST", route, body, deadline=deadline)
+
+    # A 404 on a retry: an earlier attempt applied, so the forget is done.
+    backoff = log.timing.read_backoff
+    HOSTED_FORGETS.run(send, deadline, where, backoff=backoff, applied=lambda err: None)

@@ -16,7 +16,7 @@ import logging
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set
 
 from cortex_memory.cortex.log.notes import log_pack_notes
-from cortex_memory.cortex.log.timing import LABELS_PER_LISTING, PAGE_LIMIT, SCOPES_LIMIT, WALK_PAGES
+from cortex_memory.cortex.log.sizes import LABELS_PER_LISTING, PAGE_LIMIT, SCOPES_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport.client import HttpClient
 from cortex_memory.cortex.transport.keys import urlencode

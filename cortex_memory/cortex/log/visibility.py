@@ -23,21 +23,19 @@ scope's other events that share the written words.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any, Dict, Optional
 
 from cortex_memory.cortex.log.read import Log, event_id
-from cortex_memory.cortex.log.timing import (
+from cortex_memory.cortex.log.sizes import (
     LISTED_LIMIT,
     PAGE_LIMIT,
     SETTLE_EVENTS,
     SETTLE_QUERY_CHARS,
     WALK_PAGES,
-    next_poll,
     whole_items_budget,
 )
 from cortex_memory.cortex.log.write import Written
-from cortex_memory.cortex.timing import Deadline
+from cortex_memory.cortex.timing import Deadline, PollPolicy, poll_until
 from cortex_memory.cortex.transport.failure import health_reason
 from cortex_memory.errors import Error, UnavailableError
 
@@ -61,14 +59,13 @@ def await_listed(log: Log, written: Written, deadline: Deadline) -> None:
     any other failure raises, a Direct transient one included (the transport has
     already retried it).
     """
-    timing = log.timing
-    budget = timing.visibility
-    end = time.monotonic() + budget
-    gap = timing.poll_interval
+    budget = log.timing.visibility
     answered = failed = 0
     last_fault: Optional[str] = None
     where = f"waiting for event {written.event_id!r} in scope {written.scope!r}"
-    while True:
+
+    def poll() -> Optional[bool]:
+        nonlocal answered, failed, last_fault
         try:
             listed = is_listed(log, written, deadline)
         except UnavailableError as err:
@@ -76,22 +73,22 @@ def await_listed(log: Log, written: Written, deadline: Deadline) -> None:
                 raise
             failed += 1
             last_fault = health_reason(err)
-        else:
-            if listed:
-                return
-            answered += 1
-        left = end - time.monotonic()
-        if left <= 0:
-            tail = f"{answered} polls answered without it, {failed} failed transiently"
-            if failed and last_fault is not None:
-                tail += f", the last: {last_fault}"
-            raise UnavailableError(
-                f"the write was accepted (event {written.event_id}) but did not become "
-                f"readable within {budget:g} s; reporting success would break "
-                f"read-after-write ({tail})"
-            )
-        deadline.sleep(min(gap, left), where)
-        gap = next_poll(gap, timing, hosted=log.hosted)
+            return None
+        if listed:
+            return True
+        answered += 1
+        return None
+
+    policy = PollPolicy.of(log.timing, budget, hosted=log.hosted)
+    if poll_until(poll, policy, deadline, where) is None:
+        tail = f"{answered} polls answered without it, {failed} failed transiently"
+        if failed and last_fault is not None:
+            tail += f", the last: {last_fault}"
+        raise UnavailableError(
+            f"the write was accepted (event {written.event_id}) but did not become "
+            f"readable within {budget:g} s; reporting success would break "
+            f"read-after-write ({tail})"
+        )
 
 
 def is_listed(log: Log, written: Written, deadline: Deadline) -> bool:
@@ -128,31 +125,28 @@ def settle_body(written: Written) -> Dict[str, Any]:
 
 def await_settled(log: Log, written: Written, deadline: Deadline) -> None:
     """Ask recall for the written text until the event ranks; best effort, never raises."""
-    timing = log.timing
-    end = time.monotonic() + timing.settle
-    gap = timing.poll_interval
     body = settle_body(written)
-    while True:
+
+    def probe() -> Optional[bool]:
+        # True: it ranks; False: the probe failed, so settling gives up; None: not yet.
         try:
             pack = log.recall(body, deadline)
         except Error as err:
             logger.debug("settle probe for scope %r gave up: %s", written.scope, err.message)
-            return
-        if _holds(pack, written.event_id):
-            return
-        left = end - time.monotonic()
-        if left <= 0:
-            logger.debug(
-                "event %s of scope %r did not rank within the settle budget",
-                written.event_id,
-                written.scope,
-            )
-            return
-        try:
-            deadline.sleep(min(gap, left), "settle")
-        except UnavailableError:
-            return
-        gap = next_poll(gap, timing, hosted=log.hosted)
+            return False
+        return True if _holds(pack, written.event_id) else None
+
+    policy = PollPolicy.of(log.timing, log.timing.settle, hosted=log.hosted)
+    try:
+        settled = poll_until(probe, policy, deadline, "settle")
+    except UnavailableError:
+        return  # the next sleep would pass the deadline: settling is best effort
+    if settled is None:
+        logger.debug(
+            "event %s of scope %r did not rank within the settle budget",
+            written.event_id,
+            written.scope,
+        )
 
 
 def _holds(pack: Dict[str, Any], wanted: str) -> bool:

@@ -12,7 +12,8 @@ one-item form.
 they applied, and the body idempotency key makes a host's retry a replay.
 
 Hosted: one event per request, each under its own fresh ``Idempotency-Key`` claim,
-reused only across that request's three attempts. A claim refused as already used
+reused only across that request's three attempts (the policy
+:data:`~cortex_memory.cortex.timing.HOSTED_WRITES`). A claim refused as already used
 (409, or 400 ``CONFLICT`` from older backends) on a retry means an earlier attempt
 may have applied: the writer then looks for the event in its scope (same text,
 same labels) for up to the recovery budget, and otherwise reports that the
@@ -22,25 +23,18 @@ outcome is unknown.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from cortex_memory.contract.requests import WaitFor
 from cortex_memory.cortex.envelope.request import ExperienceRequest
 from cortex_memory.cortex.log.read import Log
-from cortex_memory.cortex.log.timing import (
-    MAX_BULK_BYTES,
-    MAX_BULK_EVENTS,
-    PAGE_LIMIT,
-    WRITE_ATTEMPTS,
-    next_poll,
-)
-from cortex_memory.cortex.timing import Deadline
-from cortex_memory.cortex.transport.client import HttpClient, backoff
+from cortex_memory.cortex.log.sizes import MAX_BULK_BYTES, MAX_BULK_EVENTS, PAGE_LIMIT
+from cortex_memory.cortex.timing import HOSTED_WRITES, Deadline, PollPolicy, poll_until
+from cortex_memory.cortex.transport.client import HttpClient
 from cortex_memory.cortex.transport.failure import build_failure
 from cortex_memory.cortex.transport.keys import fresh_claim
 from cortex_memory.cortex.wire import Route
-from cortex_memory.errors import ConflictError, EngineError, Error, UnavailableError
+from cortex_memory.errors import EngineError, Error, UnavailableError
 
 __all__ = [
     "Receipt",
@@ -233,28 +227,16 @@ def _write_one_hosted(log: Log, request: ExperienceRequest, deadline: Deadline) 
     where = f"memory API {route} on {client.host}"
     body = request.to_json()
     claim = fresh_claim()
-    attempt = 1
-    while True:
-        try:
-            data = client.json_keyed(route, body, claim, deadline=deadline).data
-            return _receipt(data, where)
-        except ConflictError as err:
-            if attempt == 1:
-                raise
-            logger.debug(
-                "%s: a retried write was refused as already claimed; looking for it", where
-            )
-            return Receipt(recover(log, request, deadline, cause=err), False)
-        except UnavailableError as err:
-            if attempt >= WRITE_ATTEMPTS:
-                raise
-            delay = backoff(attempt, log.timing.read_backoff)
-            logger.debug("%s: write attempt %d unavailable, retrying", where, attempt)
-            try:
-                deadline.sleep(delay, where)
-            except UnavailableError as exceeded:
-                raise exceeded from err
-            attempt += 1
+
+    def send() -> Receipt:
+        return _receipt(client.json_keyed(route, body, claim, deadline=deadline).data, where)
+
+    def applied(err: Error) -> Receipt:
+        # A retry refused as already claimed: an earlier attempt may have written it.
+        return Receipt(recover(log, request, deadline, cause=err), False)
+
+    backoff = log.timing.read_backoff
+    return HOSTED_WRITES.run(send, deadline, where, backoff=backoff, applied=applied)[0]
 
 
 def find_written(events: Sequence[object], text: str, labels: Sequence[str]) -> Optional[str]:
@@ -287,27 +269,23 @@ def recover(
     Polls the item's events in the request's scope for up to the recovery budget
     (transient listing failures count as "not yet"; others raise).
     """
-    timing = log.timing
-    budget = timing.recovery
-    end = time.monotonic() + budget
-    gap = timing.poll_interval
+    budget = log.timing.recovery
     where = f"memory API {log.route(Route.EXPERIENCE)} on {log.client.host}"
-    while True:
+
+    def look() -> Optional[str]:
         try:
             page = log.page(request.scope, [request.item_label], None, PAGE_LIMIT, deadline)
         except UnavailableError as err:
             if deadline.expired():
                 raise
             logger.debug("%s: recovery listing unavailable: %s", where, err.message)
-        else:
-            found = find_written(page.items, request.text, request.labels)
-            if found is not None:
-                return found
-        left = end - time.monotonic()
-        if left <= 0:
-            raise UnavailableError(
-                f"{where}: a retried write was refused as already claimed, and no matching "
-                f"event appeared in the scope within {budget:g} s; the outcome is unknown"
-            ) from cause
-        deadline.sleep(min(gap, left), where)
-        gap = next_poll(gap, timing, hosted=log.hosted)
+            return None
+        return find_written(page.items, request.text, request.labels)
+
+    found = poll_until(look, PollPolicy.of(log.timing, budget, hosted=log.hosted), deadline, where)
+    if found is None:
+        raise UnavailableError(
+            f"{where}: a retried write was refused as already claimed, and no matching "
+            f"event appeared in the scope within {budget:g} s; the outcome is unknown"
+        ) from cause
+    return found

@@ -23,16 +23,10 @@ Layers, lowest first:
 
 from __future__ import annotations
 
+from cortex_memory.cortex.timing import READ_ATTEMPTS, STATE_CHANGE_ATTEMPTS, backoff
 from cortex_memory.cortex.transport.actor import ActorCache, ActorState
 from cortex_memory.cortex.transport.body import ERROR_CAP, SUCCESS_CAP
-from cortex_memory.cortex.transport.client import (
-    READ_ATTEMPTS,
-    STATE_CHANGE_ATTEMPTS,
-    HttpClient,
-    Response,
-    backoff,
-    encode_body,
-)
+from cortex_memory.cortex.transport.client import HttpClient, Response, encode_body
 from cortex_memory.cortex.transport.endpoint import CLEARTEXT_REFUSED, is_loopback_host
 from cortex_memory.cortex.transport.failure import (
     AUTHORIZATION_STATE_CHANGED,

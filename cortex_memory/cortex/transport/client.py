@@ -22,10 +22,11 @@ mode                     attempts retried on               hosted ``Idempotency-
 ``whoami``               1 GET    — (no actor header)      none (Direct only)
 ======================== ======== ======================== ==============================
 
-A read retries only on ``UnavailableError``, sleeping ``read_backoff × 2^(n−1)``
-between attempts, and keeps going to 6 attempts while the backend says
-``AUTHORIZATION_STATE_CHANGED``. Every attempt waits out the rate-limit pause,
-resolves the credential again, and (Direct) sends the cached actor.
+A read is retried under :data:`~cortex_memory.cortex.timing.READS`: only on
+``UnavailableError``, sleeping ``read_backoff × 2^(n−1)`` between attempts, and
+up to 6 attempts while the backend says ``AUTHORIZATION_STATE_CHANGED``. Every
+attempt waits out the rate-limit pause, resolves the credential again, and
+(Direct) sends the cached actor.
 
 Each call returns a :class:`Response` (status, parsed JSON ``data`` with the
 hosted envelope already unwrapped, headers) or raises an
@@ -44,15 +45,11 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
-from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
+from cortex_memory.cortex.timing import READS, Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.actor import ActorState, actor_from_whoami
 from cortex_memory.cortex.transport.endpoint import Endpoint, is_loopback_host, parse_endpoint
 from cortex_memory.cortex.transport.exchange import Exchange, Family
-from cortex_memory.cortex.transport.failure import (
-    AUTHORIZATION_STATE_CHANGED,
-    build_failure,
-    strip_query,
-)
+from cortex_memory.cortex.transport.failure import build_failure
 from cortex_memory.cortex.transport.headers import check_default_headers
 from cortex_memory.cortex.transport.keys import fresh_claim
 from cortex_memory.cortex.transport.proxy import (
@@ -65,27 +62,11 @@ from cortex_memory.cortex.transport.response import Body, Response, encode_body
 from cortex_memory.cortex.transport.text import is_header_value, trim
 from cortex_memory.cortex.transport.tls import Tls, tls_settings
 from cortex_memory.cortex.wire import CortexWire, Route
-from cortex_memory.errors import ConfigError, Error, UnavailableError
+from cortex_memory.errors import ConfigError, Error
 
-__all__ = [
-    "Body",
-    "HttpClient",
-    "READ_ATTEMPTS",
-    "Response",
-    "STATE_CHANGE_ATTEMPTS",
-    "backoff",
-    "encode_body",
-]
+__all__ = ["Body", "HttpClient", "Response", "encode_body"]
 
 logger = logging.getLogger(__name__)
-
-READ_ATTEMPTS = 3
-STATE_CHANGE_ATTEMPTS = 6
-
-
-def backoff(attempt: int, base: float) -> float:
-    """Seconds to sleep after failed attempt ``attempt`` (1-based): ``base × 2^(attempt−1)``."""
-    return base * (1 << (attempt - 1))
 
 
 def _route(endpoint: Endpoint, network: Network) -> Tuple[Optional[Proxy], Optional[Tls]]:
@@ -294,32 +275,13 @@ class HttpClient(Exchange):
         """
         bound = Deadline.of(deadline)
         payload = self._encode(body)
-        attempt = 1
-        while True:
-            try:
-                response = self._attempt(
-                    method, route, payload, bound, claim=None, listing=listing
-                )
-            except UnavailableError as err:
-                limit = (
-                    STATE_CHANGE_ATTEMPTS
-                    if err.code == AUTHORIZATION_STATE_CHANGED
-                    else READ_ATTEMPTS
-                )
-                if attempt >= limit:
-                    raise
-                delay = backoff(attempt, self._timing.read_backoff)
-                logger.debug(
-                    "%s %s on %s: attempt %d unavailable, retrying in %.3f s",
-                    method, strip_query(route), self._endpoint.host, attempt, delay,
-                )  # fmt: skip
-                try:
-                    bound.sleep(delay, self._where(route))
-                except UnavailableError as exceeded:
-                    raise exceeded from err
-                attempt += 1
-                continue
-            return response if attempt == 1 else replace(response, attempts=attempt)
+        response, attempts = READS.run(
+            lambda: self._attempt(method, route, payload, bound, claim=None, listing=listing),
+            bound,
+            lambda: self._where(route),
+            backoff=self._timing.read_backoff,
+        )
+        return response if attempts == 1 else replace(response, attempts=attempts)
 
     def whoami(self, *, deadline: DeadlineLike = None) -> Optional[str]:
         """One ``GET v1/auth/whoami`` without an actor header (Direct): the caller it names.

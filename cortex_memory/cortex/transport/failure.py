@@ -32,6 +32,7 @@ import ssl
 from http import HTTPStatus
 from typing import Dict, Iterable, List, Optional, Tuple, Type
 
+from cortex_memory.cortex.timing import AUTHORIZATION_STATE_CHANGED
 from cortex_memory.cortex.transport.redact import Scrubber
 from cortex_memory.cortex.transport.text import excerpt
 from cortex_memory.errors import (
@@ -60,8 +61,6 @@ __all__ = [
 
 DASH = " \u2014 "
 """Separates a message's head from the backend's text: space, em dash, space."""
-
-AUTHORIZATION_STATE_CHANGED = "AUTHORIZATION_STATE_CHANGED"
 
 # The classic reason phrases (RFC 7231 era), as the Rust http crate prints them.
 # Newer Pythons spell some differently (413 "Content Too Large", 422

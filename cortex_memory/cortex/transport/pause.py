@@ -3,9 +3,10 @@
 When the server answers 429 with ``Retry-After`` (or, failing that,
 ``RateLimit-Reset``) in whole seconds, every later request of the client family
 waits until that moment before it is sent. The wait is capped
-(``Timing.max_pause``, 10 s by default), an HTTP-date ``Retry-After`` is not
-honoured (it does not parse as seconds, so ``RateLimit-Reset`` is consulted),
-and when two answers overlap the later "until" wins.
+(``Timing.max_pause``, 10 s by default:
+:func:`~cortex_memory.cortex.timing.pause_for`), an HTTP-date ``Retry-After`` is
+not honoured (it does not parse as seconds, so ``RateLimit-Reset`` is
+consulted), and when two answers overlap the later "until" wins.
 
 No lock is held while sleeping; a waiter re-reads the "until" after each sleep,
 so a longer pause recorded meanwhile holds it too. Every sleep respects the
@@ -18,7 +19,7 @@ import threading
 import time
 from typing import Callable, Mapping, Optional
 
-from cortex_memory.cortex.timing import Deadline
+from cortex_memory.cortex.timing import Deadline, pause_for
 
 __all__ = ["RateLimitPause", "parse_pause_seconds"]
 
@@ -71,10 +72,7 @@ class RateLimitPause:
         The wait is capped at ``cap`` seconds; a zero wait records nothing, and
         an earlier "until" never replaces a later one.
         """
-        seconds = parse_pause_seconds(headers)
-        if not seconds:
-            return 0.0
-        wait = min(float(seconds), cap)
+        wait = pause_for(parse_pause_seconds(headers), cap)
         if wait <= 0:
             return 0.0
         until = self._clock() + wait

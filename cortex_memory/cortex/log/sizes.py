@@ -1,16 +1,14 @@
-"""The log layer's fixed sizes and the visibility poll backoff (engine.md §8.1).
+"""The log layer's fixed sizes: pages, batches, probes and pack budgets (engine.md §8.1).
 
-The durations themselves (visibility, settle, recovery, poll gap, backoff base)
-live in :class:`~cortex_memory.cortex.timing.Timing`, so tests can shorten them.
+How long the log layer waits, and how often it tries, lives in
+:mod:`cortex_memory.cortex.timing` (the durations in :class:`~cortex_memory.cortex.timing.Timing`,
+so tests can shorten them; the attempts and poll gaps in its policies).
 """
 
 from __future__ import annotations
 
-from cortex_memory.cortex.timing import Timing
-
 __all__ = [
     "EVENT_TOKENS",
-    "FORGET_ATTEMPTS",
     "FORGET_BATCH",
     "LABELS_PER_LISTING",
     "LISTED_LIMIT",
@@ -22,8 +20,6 @@ __all__ = [
     "SETTLE_EVENTS",
     "SETTLE_QUERY_CHARS",
     "WALK_PAGES",
-    "WRITE_ATTEMPTS",
-    "next_poll",
     "whole_items_budget",
 ]
 
@@ -46,12 +42,6 @@ MAX_BULK_BYTES = 8 * 1024 * 1024
 """Body bytes a Direct bulk request grows to before the next event starts another one
 (a long document's 256 KiB pieces go 32 at a time): a store holds one bulk body at a
 time, not all of a 16 MiB document again."""
-
-WRITE_ATTEMPTS = 3
-"""Attempts of one hosted write under its claim."""
-
-FORGET_ATTEMPTS = 3
-"""Attempts of one hosted forget request."""
 
 FORGET_BATCH = 100
 """Event ids per forget request."""
@@ -83,12 +73,3 @@ def whole_items_budget(n: int) -> int:
     """
     return min(max(n, 1) * EVENT_TOKENS, MAX_PACK_TOKENS)
 
-
-def next_poll(gap: float, timing: Timing, hosted: bool) -> float:
-    """The gap after ``gap``: Direct keeps it; hosted doubles it up to the ceiling.
-
-    With the production timings the hosted gaps run 250, 500, 1000, 2000, 2000 ms…
-    """
-    if not hosted:
-        return gap
-    return min(gap * 2.0, timing.hosted_poll_ceiling)
