@@ -6,7 +6,11 @@ anything else is left). Ranking has two stages:
 1. **Candidates.** With FTS5, SQLite ranks the rows that hold any term by
    its own BM25 and hands back only the best ``size`` of those the filter
    admits (``… MATCH ? AND <filter> ORDER BY rank LIMIT ?``), so memory and
-   Python work stay bounded however many rows match. A *bounded* plan (hybrid
+   Python work stay bounded however many rows match. When the terms' row
+   counts are known (several terms, or a bounded plan) and the rows holding
+   them fit in ``size``, all of them are read as they are, unranked: SQLite's
+   BM25 would cost more than the read, and the scores come from Python
+   anyway. A *bounded* plan (hybrid
    fetch, recall, beliefs) first looks each term up in the index's
    vocabulary and lets only the rarest terms make candidates, as long as the
    rows holding them add up to at most :data:`BROAD_TERM_ROWS`; the others
@@ -137,7 +141,7 @@ def _fts_rows(
     corpus: Corpus,
     expression: str,
     where: Condition,
-    order: str,
+    order: Optional[str],
     size: int,
 ) -> List[Row]:
     a = corpus.alias
@@ -149,9 +153,36 @@ def _fts_rows(
         f"SELECT {corpus.columns}, highlight(f.{corpus.fts}, 0, char(2), char(3)), d.sz "
         f"FROM {corpus.fts} f JOIN {corpus.fts}_docsize d ON d.id = f.rowid "
         f"JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
-        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql} ORDER BY {order} LIMIT ?"
+        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql}"
     )
-    return conn.execute(sql, (expression, *where_params, size)).fetchall()
+    if order is not None:
+        sql += f" ORDER BY {order}"
+    return conn.execute(sql + " LIMIT ?", (expression, *where_params, size)).fetchall()
+
+
+def _best_rows(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    expression: str,
+    where: Condition,
+    size: int,
+    holding: Optional[int],
+) -> List[Row]:
+    """The best ``size`` rows by SQLite's BM25 that match ``expression``;
+    ``holding`` is how many rows of the index hold one of its terms (None:
+    not counted).
+
+    When those rows fit in ``size``, every one of them is a candidate
+    whatever its rank, so SQLite is not asked to rank them (its BM25 costs
+    more than reading them): they come in index order. One row more than
+    ``size`` is asked for, so counts that came short (a word the index
+    stemmed differently) fall back to the ranked read instead of cutting rows.
+    """
+    if holding is not None and holding <= size:
+        rows = _fts_rows(conn, corpus, expression, where, None, size + 1)
+        if len(rows) <= size:
+            return rows
+    return _fts_rows(conn, corpus, expression, where, "f.rank", size)
 
 
 def candidates(
@@ -165,7 +196,8 @@ def candidates(
     counts: Optional[Mapping[str, int]],
 ) -> Tuple[List[Row], bool]:
     """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's
-    BM25) first, and whether their marks cover every term the rows may hold.
+    BM25) first (or all of them in index order, when the counts say they fit),
+    and whether their marks cover every term the rows may hold.
 
     Each row is :attr:`Corpus.columns`, then the text with the matched tokens
     marked and the row's length (see :func:`_fts_rows`). ``counts`` are the
@@ -175,7 +207,8 @@ def candidates(
     if not terms.stems:
         return [], True
     if not bounded:
-        return _fts_rows(conn, corpus, terms.match_expression(), where, "f.rank", size), True
+        holding = None if counts is None else sum(counts.get(t, 0) for t in terms.stems)
+        return _best_rows(conn, corpus, terms.match_expression(), where, size, holding), True
     assert counts is not None
     held = [term for term in terms.stems if counts.get(term, 0) > 0]
     if not held:
@@ -189,7 +222,8 @@ def candidates(
         narrow.append(term)
         budget -= counts[term]
     if narrow:
-        rows = _fts_rows(conn, corpus, terms.match_expression(narrow), where, "f.rank", size)
+        holding = BROAD_TERM_ROWS - budget
+        rows = _best_rows(conn, corpus, terms.match_expression(narrow), where, size, holding)
         return rows, len(narrow) == len(held)
     # Every term is broad: the newest rows holding one of them (the index reads
     # its rows in descending rowid order without sorting them), ranked by score

@@ -326,8 +326,10 @@ def insert_many(
         return
     seqs = range(first, first + len(items))
     shapes: Dict[Tuple[Tuple[int, ...], bool, bool], List[Tuple[object, ...]]] = {}
+    any_long = False
     for s, i in zip(seqs, items):
         long = len(i.text) >= LONG_TEXT
+        any_long = any_long or long
         as_bytes = long and not i.text.isascii()
         shapes.setdefault((i.present, long, as_bytes), []).append((s, tenant, *i.values))
     for (present, long, as_bytes), rows in shapes.items():
@@ -336,18 +338,34 @@ def insert_many(
         else:
             conn.executemany(_insert_item(present), rows)
     if fts:
-        # The index reads the text the rows hold: binding it again would make
-        # SQLite copy every text once more (and keep the last one bound).
+        _index_texts(conn, items, first, any_long)
+    if model is not None:
+        vectors = [(s, model, i.vector) for s, i in zip(seqs, items) if i.vector is not None]
+        if vectors:
+            conn.executemany("INSERT INTO item_vectors (seq, model, vec) VALUES (?, ?, ?)", vectors)
+
+
+def _index_texts(
+    conn: sqlite3.Connection, items: Sequence[Prepared], first: int, any_long: bool
+) -> None:
+    """Add the texts of the rows just written (``first``, ``first + 1``, …) to the
+    keyword index."""
+    if any_long:
+        # The index reads the texts the rows hold: binding a long text again
+        # would make SQLite copy it once more (and keep the last one bound).
         conn.execute(
             "INSERT INTO items_fts (rowid, text) "
             "SELECT seq, text FROM items WHERE seq >= ? AND seq < ?",
             (first, first + len(items)),
         )
-    if model is not None:
-        conn.executemany(
-            "INSERT INTO item_vectors (seq, model, vec) VALUES (?, ?, ?)",
-            [(s, model, i.vector) for s, i in zip(seqs, items) if i.vector is not None],
-        )
+        return
+    # Short texts are bound: an INSERT … SELECT into a virtual table goes
+    # through a temporary table, which costs a one-item store about as much
+    # as its index entry.
+    conn.executemany(
+        "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
+        [(s, i.text) for s, i in zip(range(first, first + len(items)), items)],
+    )
 
 
 def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> int:

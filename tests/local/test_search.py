@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta, timezone
-from typing import Callable, List, Optional
+from typing import Any, Callable, List, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -26,7 +26,7 @@ from cortex_memory.local import LocalEngine, NgramEmbedder, lexical, search
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.search import hint_window, pool_size
 from cortex_memory.local.sqlfilter import filter_condition, micros
-from cortex_memory.local.text import content_words, query_words, stem, words_of
+from cortex_memory.local.text import content_words, query_words, stem, stems_of, words_of
 
 from .conftest import EngineFactory
 
@@ -493,3 +493,92 @@ def test_scores_from_the_index_marks_equal_scores_from_the_text(
         assert all("\x02" in t or "\x03" in t for t in read_whole)
         assert len(read_whole) < len(rows)
         assert len(from_text) == len(rows)  # every candidate holds a term
+
+
+def _candidate_reads(conn: object, seen: List[str]) -> None:
+    """Record the candidate reads ``conn`` runs (not FTS5's own statements)."""
+
+    def record(sql: str) -> None:
+        if sql.startswith("SELECT c.seq"):
+            seen.append(sql)
+
+    conn.set_trace_callback(record)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_candidates_that_fit_are_read_without_sqlite_ranking_them(
+    mem: LocalEngine, bounded: bool
+) -> None:
+    rng = random.Random(5)
+    texts = {" ".join(rng.choices(_VOCABULARY[:-2], k=rng.randint(1, 12))) for _ in range(120)}
+    mem.store_many([StoreItem.document(t) for t in sorted(texts)])
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    where = filter_condition(MetaFilter(), "default")
+    for question in ("shipping plans", "Café release", "the plan", "planned ship2"):
+        terms = lexical.Terms.of(question)
+        seen: List[str] = []
+        with mem._session("testing") as conn:
+            _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+            holding = sum(counts.values())
+            _candidate_reads(conn, seen)
+            fitting, _ = lexical.candidates(
+                conn, ITEMS, terms, where, holding, bounded=bounded, counts=counts
+            )
+            short, _ = lexical.candidates(
+                conn, ITEMS, terms, where, holding - 1, bounded=bounded, counts=counts
+            )
+            conn.set_trace_callback(None)
+        # Rows that fit are read without SQLite's ranking; one short of them, ranked.
+        assert "ORDER BY f.rank" not in seen[0], question
+        assert "ORDER BY f.rank" in seen[-1], question
+        assert len(short) == min(holding - 1, len(fitting))
+        held = {t for t in texts if set(terms.stems) & set(stems_of(words_of(t)))}
+        assert {row[3] for row in fitting} == held, question
+        assert {row[0] for row in short} <= {row[0] for row in fitting}
+
+
+def test_counts_that_come_short_fall_back_to_the_ranked_read(mem: LocalEngine) -> None:
+    mem.store_many([StoreItem.document(f"garden bed {i}") for i in range(30)])
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    where = filter_condition(MetaFilter(), "default")
+    terms = lexical.Terms.of("garden bed")
+    seen: List[str] = []
+    with mem._session("testing") as conn:
+        _candidate_reads(conn, seen)
+        # Counts saying nothing holds the terms (as if the index stemmed them
+        # differently): the unranked read finds more than fit, so SQLite ranks.
+        rows, _ = lexical.candidates(conn, ITEMS, terms, where, 10, bounded=False,
+                                     counts={"garden": 0, "bed": 0})
+        conn.set_trace_callback(None)
+    assert len(rows) == 10
+    assert len(seen) == 2
+    assert "ORDER BY f.rank" not in seen[0]
+    assert "ORDER BY f.rank" in seen[1]
+
+
+@pytest.mark.parametrize("mode", list(FetchMode))
+def test_unranked_candidates_rank_as_sqlite_ranked_ones_do(
+    mem: LocalEngine, monkeypatch: pytest.MonkeyPatch, mode: FetchMode
+) -> None:
+    rng = random.Random(8)
+    mem.store_many([
+        StoreItem.document(" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 12))))
+        for _ in range(60)
+    ])
+    questions = ("ships", "shipping plans", "Café release", "the plan", "planned ship2")
+    unranked = {q: _fetch_all(mem, q, mode, 4) for q in questions}
+
+    def always_ranked(conn: Any, corpus: Any, expression: str, where: Any, size: int,
+                      holding: Optional[int]) -> Any:
+        return lexical._fts_rows(conn, corpus, expression, where, "f.rank", size)
+
+    monkeypatch.setattr(lexical, "_best_rows", always_ranked)
+    for question in questions:
+        ranked = _fetch_all(mem, question, mode, 4)
+        assert [(h.id, h.score) for h in ranked] == [
+            (h.id, h.score) for h in unranked[question]
+        ], question
+        if mode is not FetchMode.VECTOR:
+            assert ranked, question
