@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import measure, paired_ratio, print_table, python, serve, write_result
 
-from cortex_memory.cortex import CortexCredential, CortexWire
+from cortex_memory.cortex import CortexWire, EngineCredential
 from cortex_memory.cortex.transport import HttpClient
 
 TOKEN = "ctx_bench_token"  # a benchmark value, not a secret
@@ -115,7 +115,7 @@ def main() -> int:
             answer = floor.request("POST", experience_url, body=body, headers=post_headers)
             return json.loads(answer.data)
 
-        client = HttpClient(CortexWire.DIRECT, url, CortexCredential.api_key(TOKEN))
+        client = HttpClient(CortexWire.DIRECT, url, EngineCredential.static(TOKEN))
 
         def ours_get() -> object:
             return client.retry_transient("GET", EVENTS_ROUTE).data

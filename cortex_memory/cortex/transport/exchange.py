@@ -19,7 +19,6 @@ import logging
 import re
 from typing import Any, Dict, Optional
 
-from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport.actor import (
     ActorCache,
@@ -54,6 +53,7 @@ from cortex_memory.cortex.transport.response import Body, Response, decode_data,
 from cortex_memory.cortex.transport.tls import Tls
 from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
 from cortex_memory.cortex.wire import CortexWire, Route
+from cortex_memory.credential import EngineCredential as CortexCredential
 from cortex_memory.errors import EngineError, Error, UnavailableError
 
 __all__ = ["Exchange", "Family"]
