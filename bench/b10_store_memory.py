@@ -140,12 +140,12 @@ def _engine(name: str, url: Optional[str], folder: str) -> Any:
         from cortex_memory import LocalEngine
 
         return LocalEngine(os.path.join(folder, "memory.sqlite3"))
-    from cortex_memory.cortex import CortexCredential, CortexEngine
+    from cortex_memory.cortex import CortexEngine, EngineCredential
 
     assert url is not None
     if name == "direct":
-        return CortexEngine.direct(url, CortexCredential.api_key(TOKEN))
-    return CortexEngine.tinyhumans(url, CortexCredential.api_key(TOKEN))
+        return CortexEngine.direct(url, EngineCredential.static(TOKEN))
+    return CortexEngine.tinyhumans(url, EngineCredential.static(TOKEN))
 
 
 def _floor_sqlite(text: str, folder: str) -> Any:
@@ -214,7 +214,7 @@ def run_case(case: str, size: int, url: Optional[str], seed: int = 10) -> Dict[s
 
 
 def _limit() -> int:
-    from cortex_memory import MAX_ITEM_BYTES
+    from cortex_memory.contract import MAX_ITEM_BYTES
 
     return MAX_ITEM_BYTES
 

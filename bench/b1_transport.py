@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import measure, paired_ratio, print_table, python, serve, summary, write_result
 
-from cortex_memory.cortex import CortexCredential, CortexWire
+from cortex_memory.cortex import CortexWire, EngineCredential
 from cortex_memory.cortex.transport import HttpClient
 
 AIM = 1.15
@@ -136,7 +136,7 @@ def main() -> int:
             )  # fmt: skip
             return json.loads(answer.data)
 
-        client = HttpClient(CortexWire.DIRECT, url, CortexCredential.api_key(TOKEN))
+        client = HttpClient(CortexWire.DIRECT, url, EngineCredential.static(TOKEN))
 
         def ours_get() -> object:
             return client.retry_transient("GET", EVENTS_ROUTE).data

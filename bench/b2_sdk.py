@@ -142,7 +142,7 @@ def main() -> int:
         Turn,
         WaitFor,
     )
-    from cortex_memory.cortex import CortexCredential
+    from cortex_memory.cortex import EngineCredential
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.envelope.scopes import scope_path
     from cortex_memory.cortex.timing import Deadline
@@ -154,7 +154,7 @@ def main() -> int:
 
     knobs = {"whoami_caller": ACTOR, "rate_limit_requests": None}
     with serve(double_argv("direct", **knobs)) as url:
-        engine = CortexEngine.direct(url, CortexCredential.api_key(TOKEN))
+        engine = CortexEngine.direct(url, EngineCredential.static(TOKEN))
         sdk = V1Client(url, actor=ACTOR, bearer=TOKEN)
         learnings = scope_path(Namespace.root(), ItemKind.LEARNING)
         conversations = scope_path(Namespace.root(), ItemKind.CONVERSATION)

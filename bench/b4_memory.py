@@ -208,14 +208,14 @@ def run_client(url: str, case: str) -> Dict[str, Any]:
     import urllib3
 
     from cortex_memory.contract import ListRequest, MetaFilter
-    from cortex_memory.cortex import CortexCredential, CortexWire
+    from cortex_memory.cortex import CortexWire, EngineCredential
     from cortex_memory.cortex.timing import Timing
     from cortex_memory.cortex.transport import SUCCESS_CAP, HttpClient
     from cortex_memory.errors import Error
 
     assert SUCCESS_CAP == CAP, "the benchmark's cap must be the transport's"
     timing = Timing(request_timeout=120.0)
-    credential = CortexCredential.api_key(TOKEN)
+    credential = EngineCredential.static(TOKEN)
     client = HttpClient(CortexWire.DIRECT, url, credential, timing=timing)
     engine_class = _engine_class()
     engine = engine_class.direct(url, credential).with_timing(timing) if engine_class else None

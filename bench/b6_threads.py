@@ -174,7 +174,7 @@ def main() -> int:
         Turn,
         WaitFor,
     )
-    from cortex_memory.cortex import CortexCredential
+    from cortex_memory.cortex import EngineCredential
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.envelope.scopes import scope_path
     from cortex_memory.cortex.transport.pool import POOL_MAXSIZE
@@ -192,7 +192,7 @@ def main() -> int:
     }
     with serve(double_argv("direct", **knobs), started=started) as url:
         server_pid = started[0].pid
-        engine = CortexEngine.direct(url, CortexCredential.api_key(TOKEN))
+        engine = CortexEngine.direct(url, EngineCredential.static(TOKEN))
         engine.store_many(
             [
                 StoreItem.learning(f"prefers helix, setting {i}", LearningKind.PREFERENCE, 0.8)

@@ -49,7 +49,7 @@ from _common import double_argv, print_table, python, serve, summary, write_resu
 from _relay import counts
 
 from cortex_memory import ForgetTarget, MemoryMeta, Namespace, StoreItem
-from cortex_memory.cortex import CortexCredential, CortexEngine, StaticBearer
+from cortex_memory.cortex import CortexEngine, EngineCredential, StaticBearer
 from cortex_memory.cortex.engine.store import plan_item
 
 HERE = Path(__file__).resolve().parent
@@ -100,7 +100,7 @@ def _seed(http: urllib3.PoolManager, url: str, wire: str, size: int) -> None:
 
 def _engine(wire: str, url: str) -> CortexEngine:
     if wire == "direct":
-        return CortexEngine.direct(url, CortexCredential.api_key(TOKEN))
+        return CortexEngine.direct(url, EngineCredential.static(TOKEN))
     return CortexEngine.tinyhumans(url, StaticBearer(TOKEN))
 
 

@@ -22,12 +22,11 @@ Credentials are never part of a message, a repr or a log line.
 from __future__ import annotations
 
 import os
-import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 from cortex_memory.config import EngineSettings
-from cortex_memory.cortex.credential import BearerSource, CortexCredential, StaticBearer
+from cortex_memory.credential import CREDENTIAL_ENV, EngineCredential, required
 from cortex_memory.errors import ConfigError
 from cortex_memory.paths import default_database_path
 
@@ -48,166 +47,6 @@ __all__ = [
 
 #: The id of the embedded SQLite engine.
 LOCAL_ENGINE_ID = "local"
-
-#: The environment variable that holds each engine's credential (README decision
-#: 12), in the order a credential picks an engine when nothing else does (the
-#: CLI's rule). ``local`` needs none and has no entry.
-CREDENTIAL_ENV: Mapping[str, str] = types.MappingProxyType({
-    "cortexdb": "CORTEX_MEMORY_API_KEY",
-    "tinyhumans": "CORTEX_MEMORY_TINYHUMANS_TOKEN",
-})
-
-_NONE = "none"
-_STATIC = "static"
-_DYNAMIC = "dynamic"
-
-
-class EngineCredential:
-    """The credential handed to :func:`build_engine`: none, a static key, or a bearer source.
-
-    ``EngineCredential.NONE`` (what ``local`` takes), ``EngineCredential.static(key)``
-    (a fixed API key or token) and ``EngineCredential.dynamic(source)`` (a
-    :class:`~cortex_memory.cortex.BearerSource` asked on every request, for a
-    session token that rotates). The repr and ``str`` are fixed texts:
-    ``EngineCredential.NONE``, ``EngineCredential.Static(<redacted>)`` and
-    ``EngineCredential.Dynamic(<source>)``; the source's own repr is never called.
-    """
-
-    __slots__ = ("_key", "_kind", "_source")
-
-    NONE: ClassVar[EngineCredential]
-
-    _kind: str
-    _key: Optional[str]
-    _source: Optional[BearerSource]
-
-    def __init__(self) -> None:
-        raise TypeError(
-            "use EngineCredential.NONE, EngineCredential.static(key) or "
-            "EngineCredential.dynamic(source)"
-        )
-
-    @classmethod
-    def _make(
-        cls, kind: str, key: Optional[str], source: Optional[BearerSource]
-    ) -> EngineCredential:
-        self = object.__new__(cls)
-        object.__setattr__(self, "_kind", kind)
-        object.__setattr__(self, "_key", key)
-        object.__setattr__(self, "_source", source)
-        return self
-
-    @classmethod
-    def static(cls, key: str) -> EngineCredential:
-        """A fixed key or token. A blank one is refused when an engine that needs it is built."""
-        if not isinstance(key, str):
-            raise TypeError(f"the key must be a str, not {type(key).__name__}")
-        return cls._make(_STATIC, key, None)
-
-    @classmethod
-    def dynamic(cls, source: BearerSource) -> EngineCredential:
-        """A bearer source asked for the current token on every request attempt."""
-        if not callable(getattr(source, "bearer", None)):
-            raise TypeError("source must be a BearerSource: an object with a bearer() method")
-        return cls._make(_DYNAMIC, None, source)
-
-    @classmethod
-    def from_env(
-        cls, engine_id: str, env: Optional[Mapping[str, str]] = None
-    ) -> EngineCredential:
-        """The credential of ``engine_id`` from the environment (``env``, default ``os.environ``).
-
-        ``cortexdb`` reads ``CORTEX_MEMORY_API_KEY`` and ``tinyhumans`` reads
-        ``CORTEX_MEMORY_TINYHUMANS_TOKEN`` (:data:`CREDENTIAL_ENV`); the value
-        becomes :meth:`static`. An unset or blank variable, and ``local``
-        (which needs none), give :attr:`NONE` (building an engine that needs a
-        key then fails with a ``ConfigError``). An id this build does not
-        offer is a ``ConfigError``. The value is never part of a message.
-        """
-        if not isinstance(engine_id, str):
-            raise TypeError(f"engine_id must be a str, not {type(engine_id).__name__}")
-        _find(engine_id)  # ConfigError for an id this build does not offer
-        name = CREDENTIAL_ENV.get(engine_id)
-        if name is None:
-            return cls.NONE
-        value = (os.environ if env is None else env).get(name, "")
-        return cls.static(value) if value.strip() else cls.NONE
-
-    @property
-    def kind(self) -> str:
-        """``"none"``, ``"static"`` or ``"dynamic"``."""
-        return self._kind
-
-    @property
-    def is_none(self) -> bool:
-        """True for ``EngineCredential.NONE``."""
-        return self._kind == _NONE
-
-    @property
-    def source(self) -> Optional[BearerSource]:
-        """The bearer source of a dynamic credential, else ``None``."""
-        return self._source
-
-    def is_missing(self) -> bool:
-        """True when there is nothing to authenticate with: none, or a blank static key."""
-        if self._kind == _NONE:
-            return True
-        return self._kind == _STATIC and not (self._key or "").strip()
-
-    def cortex_credential(self, engine_id: str) -> CortexCredential:
-        """This credential as a :class:`~cortex_memory.cortex.CortexCredential`.
-
-        Raises :class:`~cortex_memory.errors.ConfigError` naming ``engine_id``
-        when the credential is missing (none, or a blank static key).
-        """
-        self._require(engine_id)
-        if self._source is not None:
-            return CortexCredential.dynamic(self._source)
-        assert self._key is not None
-        return CortexCredential.api_key(self._key)
-
-    def bearer_source(self, engine_id: str) -> BearerSource:
-        """This credential as a bearer source (a static key becomes a ``StaticBearer``).
-
-        Raises :class:`~cortex_memory.errors.ConfigError` naming ``engine_id``
-        when the credential is missing.
-        """
-        self._require(engine_id)
-        if self._source is not None:
-            return self._source
-        assert self._key is not None
-        return StaticBearer(self._key)
-
-    def _require(self, engine_id: str) -> None:
-        if self.is_missing():
-            raise ConfigError(f"engine `{engine_id}` needs a credential (an API key or a token)")
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("EngineCredential is immutable")
-
-    def __repr__(self) -> str:
-        if self._kind == _STATIC:
-            return "EngineCredential.Static(<redacted>)"
-        if self._kind == _DYNAMIC:
-            return "EngineCredential.Dynamic(<source>)"
-        return "EngineCredential.NONE"
-
-    __str__ = __repr__
-
-    def __reduce__(self) -> Tuple[object, ...]:
-        # Keeps copy.copy working despite the blocked __init__ and __setattr__,
-        # and keeps NONE a singleton through a copy.
-        if self._kind == _NONE:
-            return (_none, ())
-        return (EngineCredential._make, (self._kind, self._key, self._source))
-
-
-EngineCredential.NONE = EngineCredential._make(_NONE, None, None)
-
-
-def _none() -> EngineCredential:
-    return EngineCredential.NONE
-
 
 # ------------------------------------------------------------------- table
 
@@ -283,9 +122,10 @@ def _build_cortexdb(settings: EngineSettings, credential: EngineCredential) -> M
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.wire import CORTEX_API_ENDPOINT, CORTEXDB_ENGINE_ID
 
-    cortex_credential = credential.cortex_credential(CORTEXDB_ENGINE_ID)
     return CortexEngine.direct(
-        _endpoint(settings, CORTEX_API_ENDPOINT), cortex_credential, network=_network(settings)
+        _endpoint(settings, CORTEX_API_ENDPOINT),
+        required(credential, CORTEXDB_ENGINE_ID),
+        network=_network(settings),
     )
 
 
@@ -294,9 +134,10 @@ def _build_tinyhumans(settings: EngineSettings, credential: EngineCredential) ->
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.wire import TINYHUMANS_API_ENDPOINT, TINYHUMANS_ENGINE_ID
 
-    source = credential.bearer_source(TINYHUMANS_ENGINE_ID)
     return CortexEngine.tinyhumans(
-        _endpoint(settings, TINYHUMANS_API_ENDPOINT), source, network=_network(settings)
+        _endpoint(settings, TINYHUMANS_API_ENDPOINT),
+        required(credential, TINYHUMANS_ENGINE_ID),
+        network=_network(settings),
     )
 
 

@@ -41,7 +41,11 @@ WIDTH = 88  # a signature longer than this gets one parameter a line
 
 PUBLIC_MODULES: Tuple[str, ...] = (
     "cortex_memory",
+    "cortex_memory.contract",
     "cortex_memory.cortex",
+    "cortex_memory.local",
+    "cortex_memory.config",
+    "cortex_memory.errors",
     "cortex_memory.testing",
     "cortex_memory.tools",
 )
@@ -538,6 +542,15 @@ def render() -> str:
         "The public names live in " + ", ".join(f"`{m}`" for m in PUBLIC_MODULES) + ": "
         "each is documented once, where it is first exported, and listed again with a link "
         "where it is re-exported.",
+        "",
+        "The top level, `cortex_memory`, holds what an application writes in its own code: the",
+        "engines, the types of the contract's method signatures and what it takes to build them,",
+        "the errors and warnings, configuration, the registry and the credential. Everything else",
+        "(limits and tags, the parts of items and results, id helpers, wires, timings, descriptor",
+        "functions) is in its submodule; [versioning.md](versioning.md#what-the-top-level-holds)",
+        "says where the line is and why. The names that left the top level in 0.2.0 are not",
+        "listed under it: they keep working there, with a `DeprecationWarning` naming their new",
+        "import path, until 0.3.0.",
         "",
     ]
     for module in PUBLIC_MODULES:

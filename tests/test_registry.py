@@ -12,8 +12,7 @@ import pytest
 from cortex_memory import registry
 from cortex_memory.config import EngineSettings, MemoryConfig
 from cortex_memory.contract import FetchMode, ListRequest, MetaFilter, StoreItem
-from cortex_memory.cortex import CortexEngine
-from cortex_memory.cortex.credential import CortexCredential, StaticBearer
+from cortex_memory.cortex import CortexEngine, StaticBearer
 from cortex_memory.errors import ConfigError
 from cortex_memory.local import LocalEngine, local_descriptor
 from cortex_memory.registry import CREDENTIAL_ENV, EngineCredential, build_engine, list_engines
@@ -246,12 +245,13 @@ def test_credential_kinds_and_conversions() -> None:
     assert dynamic.source is source
     assert static.source is None
 
-    cortex_static = static.cortex_credential("cortexdb")
-    assert isinstance(cortex_static, CortexCredential)
-    assert cortex_static.is_static
-    assert cortex_static.bearer() == CANARY
-    cortex_dynamic = dynamic.cortex_credential("tinyhumans")
-    assert cortex_dynamic.source is source
+    assert static.is_static
+    assert not dynamic.is_static
+    assert not none.is_static
+    assert static.bearer() == CANARY
+    assert dynamic.bearer() == CANARY
+    with pytest.raises(ConfigError, match="holds no token"):
+        none.bearer()
 
     bearer = static.bearer_source("tinyhumans")
     assert isinstance(bearer, StaticBearer)
@@ -264,7 +264,7 @@ def test_missing_credentials_are_config_errors_naming_the_engine(
     credential: EngineCredential,
 ) -> None:
     with pytest.raises(ConfigError, match="engine `cortexdb` needs a credential"):
-        credential.cortex_credential("cortexdb")
+        credential.bearer_source("cortexdb")
     with pytest.raises(ConfigError, match="engine `tinyhumans` needs a credential"):
         credential.bearer_source("tinyhumans")
 
@@ -279,7 +279,7 @@ def test_credentials_are_immutable_and_copyable() -> None:
     assert pickle.loads(pickle.dumps(EngineCredential.NONE)) is EngineCredential.NONE
     clone = copy.deepcopy(static)
     assert clone.kind == "static"
-    assert clone.cortex_credential("cortexdb").bearer() == CANARY
+    assert clone.bearer() == CANARY
 
 
 def test_credential_argument_types() -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from cortex_memory.contract.items import StoreItem
-    from cortex_memory.cortex.credential import BearerSource
     from cortex_memory.cortex.engine.core import CortexEngine
+    from cortex_memory.credential import BearerSource
     from cortex_memory.testing._server import BaseDouble
 
 __all__ = [
@@ -44,14 +44,14 @@ def engine_for(
 ) -> CortexEngine:
     """An engine on ``double`` with test timings; closed when the double closes.
 
-    Direct: ``CortexEngine.direct(url, CortexCredential.api_key(token))``; hosted:
-    ``CortexEngine.tinyhumans(url, source or StaticBearer(token))``. Polls and
+    Direct: ``CortexEngine.direct(url, EngineCredential.static(token))``; hosted:
+    ``CortexEngine.tinyhumans(url, source or EngineCredential.static(token))``. Polls and
     read backoff are 5 ms; visibility, settle and hosted write recovery take
     ``visibility`` seconds. ``options`` override any :class:`~cortex_memory.cortex.Timing` field.
     """
-    from cortex_memory.cortex.credential import CortexCredential, StaticBearer
     from cortex_memory.cortex.engine.core import CortexEngine
     from cortex_memory.cortex.timing import Timing
+    from cortex_memory.credential import EngineCredential
 
     fields = {
         "poll_interval": TEST_POLL,
@@ -62,12 +62,13 @@ def engine_for(
     }
     fields.update(options)
     timing = Timing(**fields)
+    credential = EngineCredential.static(token)
     if double.hosted:
         engine = CortexEngine.tinyhumans(
-            double.url, source if source is not None else StaticBearer(token), timing=timing
+            double.url, source if source is not None else credential, timing=timing
         )
     else:
-        engine = CortexEngine.direct(double.url, CortexCredential.api_key(token), timing=timing)
+        engine = CortexEngine.direct(double.url, credential, timing=timing)
     double._on_close.append(engine.close)
     return engine
 

@@ -37,8 +37,8 @@ from cortex_memory.testing._state import DoubleState
 from cortex_memory.testing._transport import reset_connection, write_response
 
 if TYPE_CHECKING:  # pragma: no cover - the engine is imported only when asked for
-    from cortex_memory.cortex.credential import BearerSource
     from cortex_memory.cortex.engine.core import CortexEngine
+    from cortex_memory.credential import BearerSource
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -251,7 +251,7 @@ def test_api_key_in_the_environment_selects_cortexdb(
     ((settings, credential),) = fake_cortex.calls
     assert settings == EngineSettings()
     assert credential.kind == "static"
-    assert credential.cortex_credential("cortexdb").bearer() == CANARY
+    assert credential.bearer() == CANARY
     assert CANARY not in result.out + result.err
 
 
@@ -308,4 +308,4 @@ def test_the_cortexdb_key_wins_over_the_tinyhumans_token(
     env["CORTEX_MEMORY_API_KEY"] = CANARY
     assert cli("list").status == 0
     ((_, credential),) = fake_cortex.calls
-    assert credential.cortex_credential("cortexdb").bearer() == CANARY
+    assert credential.bearer() == CANARY

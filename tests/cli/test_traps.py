@@ -11,8 +11,8 @@ from typing import Any, Dict
 import pytest
 
 from cortex_memory import (
-    CortexCredential,
     CortexEngine,
+    EngineCredential,
     ListRequest,
     LocalEngine,
     MemoryEngine,
@@ -302,7 +302,7 @@ def engine(request: pytest.FixtureRequest) -> Any:
             yield local, None
         return
     with DirectDouble() as double:
-        with CortexEngine.direct(double.url, CortexCredential.api_key("ctx_test")) as cortex:
+        with CortexEngine.direct(double.url, EngineCredential.static("ctx_test")) as cortex:
             yield cortex, double
 
 

@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from cortex_memory import (
-    CortexCredential,
     CortexEngine,
+    EngineCredential,
     ForgetTarget,
     GetRequest,
     ItemKind,
@@ -111,7 +111,7 @@ def engine(request: pytest.FixtureRequest) -> Iterator[MemoryEngine]:
             yield local
         return
     with DirectDouble() as double:
-        cortex = CortexEngine.direct(double.url, CortexCredential.api_key("ctx_test"))
+        cortex = CortexEngine.direct(double.url, EngineCredential.static("ctx_test"))
         with cortex:
             if request.param == "direct":
                 yield cortex

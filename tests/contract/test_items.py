@@ -269,7 +269,7 @@ def test_validate_many() -> None:
 
 
 def test_an_item_over_16_mib_of_text_is_refused() -> None:
-    from cortex_memory import MAX_ITEM_BYTES
+    from cortex_memory.contract import MAX_ITEM_BYTES
 
     assert MAX_ITEM_BYTES == 16 * 1024 * 1024
     refused = "an item's text may hold at most 16777216 bytes of UTF-8 (16 MiB)"

@@ -17,7 +17,7 @@ from cortex_memory.contract import (
     Reach,
     WaitFor,
 )
-from cortex_memory.cortex import CortexCredential, CortexEngine, Timing
+from cortex_memory.cortex import CortexEngine, EngineCredential, Timing
 from cortex_memory.errors import (
     ConflictError,
     EngineError,
@@ -194,7 +194,7 @@ def test_direct_health_falls_back_when_whoami_proves_nothing(make_double) -> Non
 def test_health_of_an_unreachable_endpoint_is_degraded() -> None:
     timing = Timing(request_timeout=1.0, connect_timeout=1.0)
     key = "ctx_unreachable_canary"
-    engine = CortexEngine.direct(unused_url(), CortexCredential.api_key(key), timing=timing)
+    engine = CortexEngine.direct(unused_url(), EngineCredential.static(key), timing=timing)
     health = engine.health(deadline=5)
     engine.close()
     assert health.state is HealthState.DEGRADED

@@ -21,7 +21,7 @@ from cortex_memory.contract import (
     Namespace,
     Reach,
 )
-from cortex_memory.cortex import CortexCredential, CortexEngine, Timing
+from cortex_memory.cortex import CortexEngine, EngineCredential, Timing
 from cortex_memory.cortex.engine.fanout import fan_out
 from cortex_memory.cortex.engine.recency import (
     TRUSTED_SECONDS,
@@ -237,7 +237,7 @@ def test_walk_refuses_a_log_past_500_pages() -> None:
         return 200, [], {"items": [item], "has_more": True, "next_cursor": str(start + 1)}
 
     with LoopbackServer(handler) as server:
-        engine = CortexEngine.direct(server.url, CortexCredential.api_key("k"), timing=FAST)
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
         with pytest.raises(EngineError, match="exceeded 500 pages"):
             engine.context.log.walk("app:tinymemory/app:learnings", None, Deadline())
         engine.close()
@@ -256,7 +256,7 @@ def test_scopes_listing_reads_items_or_scopes_strings_or_objects() -> None:
         return 404, [], b""
 
     with LoopbackServer(handler) as server:
-        engine = CortexEngine.direct(server.url, CortexCredential.api_key("k"), timing=FAST)
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
         log = engine.context.log
         assert log.scopes("app:tinymemory", Deadline()) == ["a/b", "c"]
         assert log.scopes("app:tinymemory", Deadline()) == ["d", "e"]

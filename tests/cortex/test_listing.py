@@ -17,7 +17,7 @@ from cortex_memory.contract import (
     Namespace,
     Reach,
 )
-from cortex_memory.cortex import CortexCredential, CortexEngine, Timing
+from cortex_memory.cortex import CortexEngine, EngineCredential, Timing
 from cortex_memory.cortex.engine.cursor import FetchCursor, ListCursor
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
 from cortex_memory.testing import LoopbackServer, sample_items
@@ -277,7 +277,7 @@ def test_doubled_events_split_across_pages_are_admitted_once(kit) -> None:
     items = [kit.learning(f"note {n}") for n in range(7)]
     fake = _FakeLog(_events_of(items), size=3)
     with LoopbackServer(fake) as server:
-        engine = CortexEngine.direct(server.url, CortexCredential.api_key("k"), timing=FAST)
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
         flt = MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.LEARNING,))
         for limit in (1, 2, 4):
             hits = _walk(engine, flt, limit)
@@ -288,7 +288,7 @@ def test_doubled_events_split_across_pages_are_admitted_once(kit) -> None:
 def test_a_listing_that_never_fills_stops_at_the_page_budget() -> None:
     fake = _FakeLog([], size=3, stuck=True)
     with LoopbackServer(fake) as server:
-        engine = CortexEngine.direct(server.url, CortexCredential.api_key("k"), timing=FAST)
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
         flt = MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.LEARNING,))
         with pytest.raises(EngineError, match="read 501 pages"):
             engine.list(ListRequest(flt, 5))
@@ -303,7 +303,7 @@ def test_a_cursor_that_does_not_advance_is_an_engine_error() -> None:
         return 200, [], {"items": [], "has_more": True, "next_cursor": cursor}
 
     with LoopbackServer(handler) as server:
-        engine = CortexEngine.direct(server.url, CortexCredential.api_key("k"), timing=FAST)
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
         flt = MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.LEARNING,))
         with pytest.raises(EngineError, match="does not advance"):
             engine.list(ListRequest(flt, 5))

@@ -18,15 +18,17 @@ from cortex_memory.contract import (
     MetaFilter,
     Namespace,
     Reach,
+    StoreItem,
+    WaitFor,
 )
 from cortex_memory.cortex import (
     CORTEX_API_ENDPOINT,
     CORTEXDB_ENGINE_ID,
     TINYHUMANS_API_ENDPOINT,
     TINYHUMANS_ENGINE_ID,
-    CortexCredential,
     CortexEngine,
     CortexWire,
+    EngineCredential,
     StaticBearer,
     Timing,
     cortexdb_descriptor,
@@ -35,6 +37,7 @@ from cortex_memory.cortex import (
 from cortex_memory.errors import (
     ConfigError,
     InvalidRequestError,
+    UnauthorizedError,
     UnavailableError,
     UnsupportedError,
 )
@@ -88,17 +91,17 @@ def test_descriptors_match_the_spec() -> None:
     ],
 )
 def test_direct_consolidation_depends_on_the_origin(endpoint: str, mode: Consolidation) -> None:
-    engine = CortexEngine.direct(endpoint, CortexCredential.api_key(KEY))
+    engine = CortexEngine.direct(endpoint, EngineCredential.static(KEY))
     assert engine.descriptor().consolidation is mode
     engine.close()
 
 
 def test_constructors_and_wire_accessor() -> None:
-    a = CortexEngine.direct("https://cortex.example.com", CortexCredential.api_key(KEY))
+    a = CortexEngine.direct("https://cortex.example.com", EngineCredential.static(KEY))
     b = CortexEngine.new(
-        CortexWire.DIRECT, "https://cortex.example.com", CortexCredential.api_key(KEY)
+        CortexWire.DIRECT, "https://cortex.example.com", EngineCredential.static(KEY)
     )
-    c = CortexEngine(CortexWire.TINYHUMANS, TINYHUMANS_API_ENDPOINT, CortexCredential.api_key(KEY))
+    c = CortexEngine(CortexWire.TINYHUMANS, TINYHUMANS_API_ENDPOINT, EngineCredential.static(KEY))
     h = CortexEngine.tinyhumans(TINYHUMANS_API_ENDPOINT, StaticBearer(KEY))
     assert isinstance(a, MemoryEngine)
     assert a.wire is CortexWire.DIRECT
@@ -116,13 +119,38 @@ def test_constructors_and_wire_accessor() -> None:
 )
 def test_construction_faults_are_config_errors(endpoint: str) -> None:
     with pytest.raises(ConfigError) as info:
-        CortexEngine.direct(endpoint, CortexCredential.api_key(KEY))
+        CortexEngine.direct(endpoint, EngineCredential.static(KEY))
     assert KEY not in str(info.value)
 
 
 def test_blank_key_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="must not be empty"):
-        CortexEngine.direct("https://cortex.example.com", CortexCredential.api_key("  "))
+        CortexEngine.direct("https://cortex.example.com", EngineCredential.static("  "))
+
+
+@pytest.mark.parametrize("wire", list(CortexWire))
+def test_no_credential_is_a_config_error_naming_the_engine(wire: CortexWire) -> None:
+    with pytest.raises(ConfigError, match=f"engine `{wire.value}` needs a credential"):
+        CortexEngine(wire, "https://cortex.example.com", EngineCredential.NONE)
+    with pytest.raises(TypeError, match="credential must be an EngineCredential"):
+        CortexEngine(wire, "https://cortex.example.com", StaticBearer(KEY))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("hosted", [False, True])
+def test_both_wires_take_the_one_credential_type(hosted: bool) -> None:
+    from cortex_memory.testing import DirectDouble, HostedDouble
+
+    double_type = HostedDouble if hosted else DirectDouble
+    build = CortexEngine.tinyhumans if hosted else CortexEngine.direct
+    credentials = [EngineCredential.static(KEY), EngineCredential.dynamic(StaticBearer(KEY))]
+    with double_type(accept_token=KEY, rate_limit_requests=None) as double:
+        for credential in credentials:
+            with build(double.url, credential) as engine:
+                item = StoreItem.document(f"kept by {credential.kind}")
+                assert not engine.store(item, wait=WaitFor.ACCEPTED).replayed
+        with build(double.url, EngineCredential.static("another key")) as engine:
+            with pytest.raises(UnauthorizedError):
+                engine.store(StoreItem.document("refused"), wait=WaitFor.ACCEPTED)
 
 
 def test_tinyhumans_needs_a_bearer_source() -> None:
@@ -132,7 +160,7 @@ def test_tinyhumans_needs_a_bearer_source() -> None:
 
 def test_repr_shows_wire_and_origin_only() -> None:
     engine = CortexEngine.direct(
-        "https://api-v1.cortexdb.ai/some/prefix?q=1", CortexCredential.api_key(KEY)
+        "https://api-v1.cortexdb.ai/some/prefix?q=1", EngineCredential.static(KEY)
     )
     assert repr(engine) == "CortexEngine(wire='cortexdb', endpoint='https://api-v1.cortexdb.ai')"
     hosted = CortexEngine.tinyhumans("http://localhost:8080/base", StaticBearer(KEY))
@@ -143,7 +171,7 @@ def test_repr_shows_wire_and_origin_only() -> None:
 
 
 def test_with_consolidation_accepts_only_the_wire_modes() -> None:
-    engine = CortexEngine.direct("https://cortex.example.com", CortexCredential.api_key(KEY))
+    engine = CortexEngine.direct("https://cortex.example.com", EngineCredential.static(KEY))
     assert engine.with_consolidation(Consolidation.AUTOMATIC).descriptor().consolidation is (
         Consolidation.AUTOMATIC
     )
@@ -162,7 +190,7 @@ def test_with_consolidation_accepts_only_the_wire_modes() -> None:
 
 
 def test_with_default_headers_refuses_credential_headers() -> None:
-    engine = CortexEngine.direct("https://cortex.example.com", CortexCredential.api_key(KEY))
+    engine = CortexEngine.direct("https://cortex.example.com", EngineCredential.static(KEY))
     with pytest.raises(ConfigError):
         engine.with_default_headers({"Authorization": "Bearer other"})
     with pytest.raises(ConfigError):

@@ -84,7 +84,9 @@ def test_check_fails_on_a_stale_page_and_writing_mends_it(
     assert api.main(["--check"]) == 0
 
 
-@pytest.mark.parametrize("module", ["cortex_memory", "cortex_memory.cortex",
+@pytest.mark.parametrize("module", ["cortex_memory", "cortex_memory.contract",
+                                    "cortex_memory.cortex", "cortex_memory.local",
+                                    "cortex_memory.config", "cortex_memory.errors",
                                     "cortex_memory.testing", "cortex_memory.tools"])  # fmt: skip
 def test_every_public_name_is_on_the_page(module: str) -> None:
     assert module in api.PUBLIC_MODULES

@@ -25,7 +25,6 @@ import pytest
 from cortex_memory import (
     BeliefsRequest,
     ConsolidateRequest,
-    Consolidation,
     EngineCredential,
     EngineSettings,
     EraseRequest,
@@ -43,11 +42,11 @@ from cortex_memory import (
     MetaFilter,
     Reach,
     RecallRequest,
-    Timing,
     WaitFor,
     build_engine,
 )
-from cortex_memory.cortex import CortexCredential, CortexEngine, StaticBearer
+from cortex_memory.contract import Consolidation
+from cortex_memory.cortex import CortexEngine, StaticBearer, Timing
 from cortex_memory.testing import (
     KNOB_DEFAULTS,
     DirectDouble,
@@ -157,10 +156,10 @@ def cortex_engines(url: str, hosted: bool) -> List[Tuple[str, Any]]:
             ),
             ("MemoryConfig.build", config.build(static)),
         ]
-    dynamic = CortexCredential.dynamic(StaticBearer(CANARY_TOKEN))
+    dynamic = EngineCredential.dynamic(StaticBearer(CANARY_TOKEN))
     config = MemoryConfig("cortexdb", {"cortexdb": settings})
     return [
-        ("direct()", CortexEngine.direct(url, CortexCredential.api_key(CANARY_TOKEN), timing=FAST)),
+        ("direct()", CortexEngine.direct(url, EngineCredential.static(CANARY_TOKEN), timing=FAST)),
         ("direct(dynamic)", CortexEngine.direct(url, dynamic, timing=FAST)),
         ("build_engine", build_engine("cortexdb", settings, static)),
         ("MemoryConfig.build", config.build(static)),
@@ -243,7 +242,7 @@ def test_refused_tokens_send_nothing_and_are_never_echoed(bad: str) -> None:
     sweep = Sweep()
     with DirectDouble() as direct, HostedDouble(rate_limit_requests=None) as hosted:
         engines = [
-            CortexEngine.direct(direct.url, CortexCredential.api_key(bad), timing=FAST),
+            CortexEngine.direct(direct.url, EngineCredential.static(bad), timing=FAST),
             CortexEngine.tinyhumans(hosted.url, StaticBearer(bad), timing=FAST),
         ]
         for engine in engines:
@@ -259,7 +258,7 @@ def test_unreachable_slow_and_refused_endpoints_never_echo_the_token() -> None:
     sweep = Sweep()
     with HostileServer("slow_headers", interval=0.2) as slow:
         for url in (unused_url(), slow.url):
-            engine = CortexEngine.direct(url, CortexCredential.api_key(CANARY_TOKEN), timing=FAST)
+            engine = CortexEngine.direct(url, EngineCredential.static(CANARY_TOKEN), timing=FAST)
             turn = new_items()[1]
             if url != slow.url:  # a read on the slow server only repeats the same timeouts
                 get = GetRequest((turn.fingerprint(),), ROOT)
@@ -398,9 +397,9 @@ def _token_engines(url: str, hosted: bool) -> List[Any]:
         return [
             CortexEngine.tinyhumans(url, StaticBearer(CANARY_TOKEN), timing=FAST),
         ]
-    dynamic = CortexCredential.dynamic(StaticBearer(CANARY_TOKEN))
+    dynamic = EngineCredential.dynamic(StaticBearer(CANARY_TOKEN))
     return [
-        CortexEngine.direct(url, CortexCredential.api_key(CANARY_TOKEN), timing=FAST),
+        CortexEngine.direct(url, EngineCredential.static(CANARY_TOKEN), timing=FAST),
         CortexEngine.direct(url, dynamic, timing=FAST),
     ]
 

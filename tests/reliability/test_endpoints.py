@@ -29,7 +29,7 @@ from cortex_memory import (
     UnauthorizedError,
     build_engine,
 )
-from cortex_memory.cortex import CortexCredential, CortexEngine, StaticBearer, Timing
+from cortex_memory.cortex import CortexEngine, StaticBearer, Timing
 from cortex_memory.testing import CountingServer, DirectDouble, HostedDouble
 
 from ._support import CANARY_TOKEN, new_items
@@ -39,7 +39,7 @@ Build = Callable[[str, str], MemoryEngine]
 
 
 def _direct(url: str, token: str) -> MemoryEngine:
-    return CortexEngine.direct(url, CortexCredential.api_key(token), timing=FAST)
+    return CortexEngine.direct(url, EngineCredential.static(token), timing=FAST)
 
 
 def _tinyhumans(url: str, token: str) -> MemoryEngine:

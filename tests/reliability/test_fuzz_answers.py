@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cortex_memory import Error
-from cortex_memory.cortex import CortexCredential, CortexEngine, StaticBearer, Timing
+from cortex_memory.cortex import CortexEngine, EngineCredential, StaticBearer, Timing
 from cortex_memory.testing import DirectDouble, LoopbackServer
 from cortex_memory.testing.hostile import RawRequest
 
@@ -243,7 +243,7 @@ def run(answering: Answering, hosted: bool, op: Any, current: Dict[str, Tuple[in
     if hosted:
         engine = CortexEngine.tinyhumans(url, StaticBearer(CANARY_TOKEN), timing=TIMING)
     else:
-        engine = CortexEngine.direct(url, CortexCredential.api_key(CANARY_TOKEN), timing=TIMING)
+        engine = CortexEngine.direct(url, EngineCredential.static(CANARY_TOKEN), timing=TIMING)
     started = time.monotonic()
     try:
         op.call(engine, DEADLINE)
@@ -284,7 +284,7 @@ def test_the_answers_reach_the_engine(answering: Answering) -> None:
     current["/v1/auth/whoami"] = (404, b"")
     answering.current = current
     engine = CortexEngine.direct(
-        answering.server.url, CortexCredential.api_key(CANARY_TOKEN), timing=TIMING
+        answering.server.url, EngineCredential.static(CANARY_TOKEN), timing=TIMING
     )
     listing = next(op for op in OPS if op.name == "get")
     found = op_ids = listing.normal(listing.call(engine, DEADLINE))

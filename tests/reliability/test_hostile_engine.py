@@ -35,7 +35,7 @@ from cortex_memory import (
     WaitFor,
 )
 from cortex_memory.contract import Conversation
-from cortex_memory.cortex import CortexCredential, CortexEngine, StaticBearer, Timing
+from cortex_memory.cortex import CortexEngine, EngineCredential, StaticBearer, Timing
 from cortex_memory.cortex.transport import SUCCESS_CAP
 from cortex_memory.testing import (
     CountingServer,
@@ -71,7 +71,7 @@ def make_engine() -> Iterator[Callable[..., CortexEngine]]:
 
     def make(url: str, wire: str, timing: Timing = TIMING) -> CortexEngine:
         if wire == "direct":
-            engine = CortexEngine.direct(url, CortexCredential.api_key(CANARY_TOKEN), timing=timing)
+            engine = CortexEngine.direct(url, EngineCredential.static(CANARY_TOKEN), timing=timing)
         else:
             engine = CortexEngine.tinyhumans(url, StaticBearer(CANARY_TOKEN), timing=timing)
         made.append(engine)

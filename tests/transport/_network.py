@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Optional
 
 from cortex_memory.cortex import (
-    CortexCredential,
     CortexEngine,
     CortexWire,
+    EngineCredential,
     Network,
     StaticBearer,
     Timing,
@@ -45,11 +45,11 @@ def engine(double: BaseDouble, url: str, network: Optional[Network] = None) -> C
     if double.hosted:
         source = StaticBearer(TEST_TOKEN)
         return CortexEngine.tinyhumans(url, source, timing=TIMING, network=network)
-    credential = CortexCredential.api_key(TEST_TOKEN)
+    credential = EngineCredential.static(TEST_TOKEN)
     return CortexEngine.direct(url, credential, timing=TIMING, network=network)
 
 
 def hosted_client(url: str, network: Network, timing: Timing) -> HttpClient:
     """A bare hosted-wire client (no actor lookup, so one request is one attempt)."""
-    credential = CortexCredential.api_key(TEST_TOKEN)
+    credential = EngineCredential.static(TEST_TOKEN)
     return HttpClient(CortexWire.TINYHUMANS, url, credential, timing=timing, network=network)

@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import pytest
 
-from cortex_memory.cortex import CortexCredential, CortexWire, Timing
+from cortex_memory.cortex import CortexWire, EngineCredential, Timing
 from cortex_memory.cortex.transport import HttpClient
 
 # Every transport test uses this token so a leak of it anywhere is easy to spot.
@@ -38,12 +38,12 @@ def make_client() -> Iterator[MakeClient]:
         url: str,
         *,
         wire: CortexWire = CortexWire.DIRECT,
-        credential: Optional[CortexCredential] = None,
+        credential: Optional[EngineCredential] = None,
         timing: Timing = FAST,
         **kwargs: Any,
     ) -> HttpClient:
         client = HttpClient(
-            wire, url, credential or CortexCredential.api_key(CANARY), timing=timing, **kwargs
+            wire, url, credential or EngineCredential.static(CANARY), timing=timing, **kwargs
         )
         made.append(client)
         return client

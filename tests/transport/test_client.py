@@ -6,11 +6,11 @@ import copy
 
 import pytest
 
-from cortex_memory.cortex import CortexCredential, CortexWire, Timing
+from cortex_memory.cortex import CortexWire, EngineCredential, Timing
 from cortex_memory.cortex.transport import HttpClient, Response
 from cortex_memory.testing.hostile import CountingServer
 
-KEY = CortexCredential.api_key("ctx_client_test")
+KEY = EngineCredential.static("ctx_client_test")
 
 
 def test_constructor_argument_types() -> None:

@@ -8,7 +8,7 @@ from typing import List
 
 import pytest
 
-from cortex_memory.cortex import BearerSource, CortexCredential, CortexWire, StaticBearer
+from cortex_memory.cortex import BearerSource, CortexWire, EngineCredential, StaticBearer
 from cortex_memory.cortex.transport import HttpClient
 from cortex_memory.errors import ConfigError, UnauthorizedError
 from cortex_memory.testing.hostile import CountingServer, LoopbackServer
@@ -46,11 +46,11 @@ class Failing:
 
 
 def test_reprs_are_fixed_texts(canary: str) -> None:
-    static = CortexCredential.api_key(canary)
-    dynamic = CortexCredential.dynamic(Rotating(canary))
+    static = EngineCredential.static(canary)
+    dynamic = EngineCredential.dynamic(Rotating(canary))
     bearer = StaticBearer(canary)
-    assert repr(static) == str(static) == "CortexCredential.Static(<redacted>)"
-    assert repr(dynamic) == str(dynamic) == "CortexCredential.Dynamic(<source>)"
+    assert repr(static) == str(static) == "EngineCredential.Static(<redacted>)"
+    assert repr(dynamic) == str(dynamic) == "EngineCredential.Dynamic(<source>)"
     assert repr(bearer) == str(bearer) == "StaticBearer(<redacted>)"
     assert f"{static} {dynamic} {bearer!r}".count(canary) == 0
 
@@ -59,15 +59,15 @@ def test_static_bearer_is_a_bearer_source(canary: str) -> None:
     bearer = StaticBearer(canary)
     assert isinstance(bearer, BearerSource)
     assert bearer.bearer() == canary
-    assert CortexCredential.dynamic(bearer).source is bearer
+    assert EngineCredential.dynamic(bearer).source is bearer
 
 
 def test_credential_kinds_and_copies(canary: str) -> None:
-    static = CortexCredential.api_key(canary)
+    static = EngineCredential.static(canary)
     assert static.is_static
     assert static.source is None
     assert static.bearer() == canary
-    dynamic = CortexCredential.dynamic(StaticBearer("b"))
+    dynamic = EngineCredential.dynamic(StaticBearer("b"))
     assert not dynamic.is_static
     clone = copy.copy(static)
     assert clone.bearer() == canary
@@ -77,20 +77,20 @@ def test_credential_kinds_and_copies(canary: str) -> None:
 @pytest.mark.parametrize("bad", [None, 42, b"bytes"])
 def test_api_key_needs_a_str(bad: object) -> None:
     with pytest.raises(TypeError):
-        CortexCredential.api_key(bad)  # type: ignore[arg-type]
+        EngineCredential.static(bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         StaticBearer(bad)  # type: ignore[arg-type]
 
 
 def test_dynamic_needs_a_bearer_method() -> None:
     with pytest.raises(TypeError):
-        CortexCredential.dynamic(object())  # type: ignore[arg-type]
+        EngineCredential.dynamic(object())  # type: ignore[arg-type]
 
 
 def test_credentials_are_built_by_the_factories_and_immutable(canary: str) -> None:
     with pytest.raises(TypeError):
-        CortexCredential()
-    credential = CortexCredential.api_key(canary)
+        EngineCredential()
+    credential = EngineCredential.static(canary)
     with pytest.raises(AttributeError):
         credential._token = "other"  # type: ignore[misc]
 
@@ -98,14 +98,14 @@ def test_credentials_are_built_by_the_factories_and_immutable(canary: str) -> No
 @pytest.mark.parametrize("blank", ["", "   ", "\t\n", "\u3000\u2003", "\x85"])
 def test_blank_static_key_is_refused_when_the_client_is_built(blank: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        HttpClient(CortexWire.DIRECT, "http://127.0.0.1:9", CortexCredential.api_key(blank))
+        HttpClient(CortexWire.DIRECT, "http://127.0.0.1:9", EngineCredential.static(blank))
     assert caught.value.message == "the API key must not be empty"
 
 
 def test_information_separators_are_not_white_space() -> None:
     # str.strip() would remove U+001C-U+001F; Unicode White_Space does not, so this
     # key is not blank (it is refused later, as an invalid header value).
-    HttpClient(CortexWire.DIRECT, "http://127.0.0.1:9", CortexCredential.api_key("\x1c"))
+    HttpClient(CortexWire.DIRECT, "http://127.0.0.1:9", EngineCredential.static("\x1c"))
 
 
 # -- resolution inside each attempt ----------------------------------------------------------
@@ -113,7 +113,7 @@ def test_information_separators_are_not_white_space() -> None:
 
 def test_token_is_trimmed_and_sent_as_bearer(make_client, canary: str) -> None:
     with CountingServer(200, json={}) as server:
-        client = make_client(server.url, credential=CortexCredential.api_key(f"  {canary}\t\n"))
+        client = make_client(server.url, credential=EngineCredential.static(f"  {canary}\t\n"))
         client.once("GET", "v1/events")
         sent = server.requests[-1]
         assert sent.header("authorization") == f"Bearer {canary}"
@@ -122,7 +122,7 @@ def test_token_is_trimmed_and_sent_as_bearer(make_client, canary: str) -> None:
 def test_source_is_asked_on_every_attempt(make_client) -> None:
     source = Rotating("tok-1", "tok-2", "tok-3")
     with CountingServer(503) as server:
-        client = make_client(server.url, credential=CortexCredential.dynamic(source))
+        client = make_client(server.url, credential=EngineCredential.dynamic(source))
         with pytest.raises(Exception):  # noqa: B017 - the 503 itself is tested elsewhere
             client.retry_transient("GET", "v1/events")
         seen = [r.header("authorization") for r in server.requests]
@@ -136,7 +136,7 @@ def test_rotated_token_is_used_at_once(make_client) -> None:
     source = Rotating("old", "new")
     with CountingServer(200, json={}) as server:
         client = make_client(
-            server.url, wire=CortexWire.TINYHUMANS, credential=CortexCredential.dynamic(source)
+            server.url, wire=CortexWire.TINYHUMANS, credential=EngineCredential.dynamic(source)
         )
         with pytest.raises(Exception):  # noqa: B017 - {} is not the hosted envelope
             client.once("GET", "memory/events")
@@ -151,7 +151,7 @@ def test_rotated_token_is_used_at_once(make_client) -> None:
 def test_failing_source_is_unauthorized_and_nothing_is_sent(make_client) -> None:
     source = Failing("signed out")
     with CountingServer(200, json={}) as server:
-        client = make_client(server.url, credential=CortexCredential.dynamic(source))
+        client = make_client(server.url, credential=EngineCredential.dynamic(source))
         with pytest.raises(UnauthorizedError) as caught:
             client.retry_transient("GET", "v1/events")
         assert server.raw_requests == []
@@ -180,7 +180,7 @@ def test_bad_tokens_are_unauthorized_and_nothing_is_sent(
 ) -> None:
     with CountingServer(200, json={}) as server:
         client = make_client(
-            server.url, wire=wire, credential=CortexCredential.dynamic(Rotating(answer))
+            server.url, wire=wire, credential=EngineCredential.dynamic(Rotating(answer))
         )
         with pytest.raises(UnauthorizedError) as caught:
             client.once("POST", "v1/experience", {"a": 1})
@@ -192,7 +192,7 @@ def test_bad_tokens_are_unauthorized_and_nothing_is_sent(
 
 def test_static_key_with_a_newline_is_refused_per_attempt(make_client, canary: str) -> None:
     with CountingServer(200, json={}) as server:
-        client = make_client(server.url, credential=CortexCredential.api_key(canary + "\r\nX: 1"))
+        client = make_client(server.url, credential=EngineCredential.static(canary + "\r\nX: 1"))
         with pytest.raises(UnauthorizedError) as caught:
             client.once("GET", "v1/events")
         assert server.raw_requests == []
@@ -202,7 +202,7 @@ def test_static_key_with_a_newline_is_refused_per_attempt(make_client, canary: s
 
 def test_tab_inside_a_token_is_a_valid_header_value(make_client) -> None:
     with LoopbackServer(lambda request: (200, {}, {})) as server:
-        client = make_client(server.url, credential=CortexCredential.dynamic(Rotating("a\tb")))
+        client = make_client(server.url, credential=EngineCredential.dynamic(Rotating("a\tb")))
         client.once("GET", "v1/events")
         assert b"Authorization: Bearer a\tb\r\n" in server.raw_requests[-1]
 
@@ -213,7 +213,7 @@ def test_source_returning_a_non_string_is_unauthorized(make_client) -> None:
             return 12345  # type: ignore[return-value]
 
     with CountingServer(200, json={}) as server:
-        client = make_client(server.url, credential=CortexCredential.dynamic(Numeric()))
+        client = make_client(server.url, credential=EngineCredential.dynamic(Numeric()))
         with pytest.raises(UnauthorizedError):
             client.once("GET", "v1/events")
         assert server.raw_requests == []
@@ -223,7 +223,7 @@ def test_sources_are_called_from_many_threads(make_client) -> None:
     source = Rotating("tok")
     errors: List[BaseException] = []
     with CountingServer(200, json={}) as server:
-        client = make_client(server.url, credential=CortexCredential.dynamic(source))
+        client = make_client(server.url, credential=EngineCredential.dynamic(source))
 
         def work() -> None:
             try:

@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-from cortex_memory.cortex import CortexCredential, CortexWire
+from cortex_memory.cortex import CortexWire, EngineCredential
 from cortex_memory.cortex.transport import CLEARTEXT_REFUSED, HttpClient, is_loopback_host
 from cortex_memory.errors import ConfigError, EngineError
 from cortex_memory.testing.hostile import LoopbackServer
 
-KEY = CortexCredential.api_key("ctx_endpoint_test")
+KEY = EngineCredential.static("ctx_endpoint_test")
 
 
 def build(endpoint: str, **kwargs: object) -> HttpClient:

@@ -12,7 +12,7 @@ from typing import Dict
 
 import pytest
 
-from cortex_memory.cortex import FROM_ENVIRONMENT, CortexCredential, CortexWire, Network
+from cortex_memory.cortex import FROM_ENVIRONMENT, CortexWire, EngineCredential, Network
 from cortex_memory.cortex.transport import HttpClient
 from cortex_memory.cortex.transport.endpoint import parse_endpoint
 from cortex_memory.cortex.transport.proxy import (
@@ -184,7 +184,7 @@ def test_bad_proxy_urls_are_config_errors_that_never_echo_them(text: str, messag
 
 def client(url: str, network: object = None) -> HttpClient:
     return HttpClient(
-        CortexWire.DIRECT, url, CortexCredential.api_key(CANARY), network=network  # type: ignore[arg-type]
+        CortexWire.DIRECT, url, EngineCredential.static(CANARY), network=network  # type: ignore[arg-type]
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator, List
 
 import pytest
 
-from cortex_memory.cortex import CortexCredential, CortexWire, StaticBearer, Timing
+from cortex_memory.cortex import CortexWire, EngineCredential, StaticBearer, Timing
 from cortex_memory.cortex.log.read import Log
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.cortex.transport.redact import Scrubber, scrub
@@ -76,8 +76,8 @@ def test_canary_never_leaks(make_client, canary: str, captured: Capture) -> None
         except Error as err:
             errors.append(err)
 
-    key = CortexCredential.api_key(canary)
-    dynamic = CortexCredential.dynamic(StaticBearer(canary))
+    key = EngineCredential.static(canary)
+    dynamic = EngineCredential.dynamic(StaticBearer(canary))
     shown += [repr(key), str(key), repr(dynamic), repr(StaticBearer(canary))]
 
     def handler(request: RawRequest):  # type: ignore[no-untyped-def]
@@ -104,7 +104,7 @@ def test_canary_never_leaks(make_client, canary: str, captured: Capture) -> None
         assert all(r.header("authorization") == f"Bearer {canary}" for r in server.requests)
 
     for bad in (canary + "\r\nX: 1", canary + "\x00", "  ", canary + "\u00e9"):
-        bad_key = CortexCredential.api_key(bad)
+        bad_key = EngineCredential.static(bad)
         attempt(lambda k=bad_key: make_client(server.url, credential=k).once("GET", "v1/events"))
 
     attempt(lambda: make_client(unused_url(), credential=key).retry_transient("GET", "v1/events"))

@@ -17,7 +17,7 @@ import pytest
 
 from cortex_memory import ListRequest, MetaFilter, StoreItem
 from cortex_memory.config import EngineSettings, MemoryConfig
-from cortex_memory.cortex import CortexCredential, CortexEngine, Network
+from cortex_memory.cortex import CortexEngine, Network
 from cortex_memory.errors import ConfigError, UnavailableError
 from cortex_memory.registry import EngineCredential, build_engine
 from cortex_memory.testing import TEST_TOKEN
@@ -310,7 +310,7 @@ def test_tls_files_are_checked_when_the_engine_is_built(
     ]  # fmt: skip
     for network, message in cases:
         with pytest.raises(ConfigError, match=message) as caught:
-            CortexEngine.direct(url, CortexCredential.api_key(TEST_TOKEN), network=network)
+            CortexEngine.direct(url, EngineCredential.static(TEST_TOKEN), network=network)
         assert str(tmp_path) not in str(caught.value)
 
 
@@ -319,13 +319,13 @@ def test_a_bad_ssl_cert_file_fails_construction_naming_it(
 ) -> None:
     clean_network_env.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
     with pytest.raises(ConfigError, match="SSL_CERT_FILE cannot be read"):
-        CortexEngine.direct("https://memory.example.com", CortexCredential.api_key(TEST_TOKEN))
+        CortexEngine.direct("https://memory.example.com", EngineCredential.static(TEST_TOKEN))
     # Not read when no connection uses TLS (a loopback plain-http endpoint).
-    CortexEngine.direct("http://127.0.0.1:9", CortexCredential.api_key(TEST_TOKEN)).close()
+    CortexEngine.direct("http://127.0.0.1:9", EngineCredential.static(TEST_TOKEN)).close()
     clean_network_env.setenv("SSL_CERT_FILE", "")
     clean_network_env.setenv("SSL_CERT_DIR", str(tmp_path / "missing"))
     with pytest.raises(ConfigError, match="SSL_CERT_DIR names something that is not a folder"):
-        CortexEngine.direct("https://memory.example.com", CortexCredential.api_key(TEST_TOKEN))
+        CortexEngine.direct("https://memory.example.com", EngineCredential.static(TEST_TOKEN))
 
 
 # --- verification cannot be switched off off loopback ---------------------------------
@@ -352,14 +352,14 @@ def test_a_context_that_does_not_verify_is_refused_off_loopback(change: Any) -> 
     with pytest.raises(ConfigError, match="verification cannot be switched off"):
         CortexEngine.direct(
             "https://memory.example.com",
-            CortexCredential.api_key(TEST_TOKEN),
+            EngineCredential.static(TEST_TOKEN),
             network=Network(ssl_context=context),
         )
     # Through a proxy that is not loopback, a loopback endpoint is not "loopback" either.
     with pytest.raises(ConfigError, match="verification cannot be switched off"):
         CortexEngine.direct(
             "https://localhost:8443",
-            CortexCredential.api_key(TEST_TOKEN),
+            EngineCredential.static(TEST_TOKEN),
             network=Network(ssl_context=context, proxy="http://proxy.corp:3128"),
         )
 

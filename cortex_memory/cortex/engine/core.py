@@ -10,7 +10,7 @@ connection pool, the actor cache, the rate-limit pause and the recency map.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
 
 from cortex_memory.contract.bulk import Progress, store_in_batches
 from cortex_memory.contract.consolidation import (
@@ -35,7 +35,6 @@ from cortex_memory.contract.requests import (
     WaitFor,
 )
 from cortex_memory.contract.responses import ExportPage, FetchPage, Hit, ListPage, RecallAnswer
-from cortex_memory.cortex.credential import BearerSource, CortexCredential
 from cortex_memory.cortex.descriptors import descriptor_for, direct_consolidation
 from cortex_memory.cortex.engine import beliefs as _beliefs
 from cortex_memory.cortex.engine import consolidate as _consolidate
@@ -53,6 +52,7 @@ from cortex_memory.cortex.network import Network
 from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.client import HttpClient
 from cortex_memory.cortex.wire import CortexWire
+from cortex_memory.credential import BearerSource, EngineCredential, required
 from cortex_memory.errors import EngineError
 
 __all__ = ["CortexEngine"]
@@ -62,7 +62,9 @@ class CortexEngine(MemoryEngine):
     """The CortexDB memory engine: Direct (``/v1/*``) or hosted (``/memory/*``).
 
     Build it with :meth:`direct`, :meth:`tinyhumans` or ``CortexEngine(wire,
-    endpoint, credential, timing=..., network=...)``; ``network`` (a
+    endpoint, credential, timing=..., network=...)``, where ``credential`` is an
+    :class:`~cortex_memory.EngineCredential` (``static(key)`` or
+    ``dynamic(source)``; ``NONE`` is a ``ConfigError``); ``network`` (a
     :class:`~cortex_memory.cortex.Network`) sets the proxy and TLS options, fixed
     for the engine and its copies. Any construction fault is ``ConfigError``.
     One engine is shared safely by many threads. Every public operation takes an
@@ -78,11 +80,17 @@ class CortexEngine(MemoryEngine):
         self,
         wire: CortexWire,
         endpoint: str,
-        credential: CortexCredential,
+        credential: EngineCredential,
         *,
         timing: Optional[Timing] = None,
         network: Optional[Network] = None,
     ) -> None:
+        if not isinstance(credential, EngineCredential):
+            raise TypeError(
+                f"credential must be an EngineCredential, not {type(credential).__name__}"
+            )
+        if credential.is_none and isinstance(wire, CortexWire):  # HttpClient checks the wire
+            required(credential, wire.value)
         client = HttpClient(wire, endpoint, credential, timing=timing, network=network)
         consolidation = (
             Consolidation.SCHEDULED if wire.hosted else direct_consolidation(client.origin)
@@ -98,7 +106,7 @@ class CortexEngine(MemoryEngine):
         cls,
         wire: CortexWire,
         endpoint: str,
-        credential: CortexCredential,
+        credential: EngineCredential,
         *,
         timing: Optional[Timing] = None,
         network: Optional[Network] = None,
@@ -110,28 +118,33 @@ class CortexEngine(MemoryEngine):
     def direct(
         cls,
         endpoint: str,
-        credential: CortexCredential,
+        credential: EngineCredential,
         *,
         timing: Optional[Timing] = None,
         network: Optional[Network] = None,
     ) -> CortexEngine:
-        """CortexDB's own API at ``endpoint`` (normally with ``CortexCredential.api_key``)."""
+        """CortexDB's own API at ``endpoint`` (normally with ``EngineCredential.static(key)``)."""
         return cls(CortexWire.DIRECT, endpoint, credential, timing=timing, network=network)
 
     @classmethod
     def tinyhumans(
         cls,
         endpoint: str,
-        source: BearerSource,
+        source: Union[EngineCredential, BearerSource],
         *,
         timing: Optional[Timing] = None,
         network: Optional[Network] = None,
     ) -> CortexEngine:
-        """The TinyHumans hosted API at ``endpoint``; ``source`` is asked on every attempt."""
-        if isinstance(source, CortexCredential):
+        """The TinyHumans hosted API at ``endpoint``, authenticated by ``source``.
+
+        ``source`` is an :class:`~cortex_memory.EngineCredential`, or a
+        :class:`~cortex_memory.BearerSource` (the same as
+        ``EngineCredential.dynamic(source)``): asked on every attempt.
+        """
+        if isinstance(source, EngineCredential):
             credential = source
         elif callable(getattr(source, "bearer", None)):
-            credential = CortexCredential.dynamic(source)
+            credential = EngineCredential.dynamic(source)
         else:
             raise TypeError("source must be a BearerSource: an object with a bearer() method")
         return cls(CortexWire.TINYHUMANS, endpoint, credential, timing=timing, network=network)

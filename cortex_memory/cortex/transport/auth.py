@@ -12,10 +12,10 @@ before anything is sent, and no message holds any part of the token:
 
 from __future__ import annotations
 
-from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.transport.failure import DASH
 from cortex_memory.cortex.transport.redact import scrub
 from cortex_memory.cortex.transport.text import excerpt, is_header_value, trim
+from cortex_memory.credential import EngineCredential as CortexCredential
 from cortex_memory.errors import UnauthorizedError
 
 __all__ = ["authorization"]

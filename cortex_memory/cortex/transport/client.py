@@ -43,7 +43,6 @@ import os
 from dataclasses import replace
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
 from cortex_memory.cortex.timing import READS, Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.actor import ActorState, actor_from_whoami
@@ -62,6 +61,7 @@ from cortex_memory.cortex.transport.response import Body, Response, encode_body
 from cortex_memory.cortex.transport.text import is_header_value, trim
 from cortex_memory.cortex.transport.tls import Tls, tls_settings
 from cortex_memory.cortex.wire import CortexWire, Route
+from cortex_memory.credential import EngineCredential as CortexCredential
 from cortex_memory.errors import ConfigError, Error
 
 __all__ = ["Body", "HttpClient", "Response", "encode_body"]

@@ -19,7 +19,6 @@ import logging
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from cortex_memory.cortex.credential import CortexCredential
 from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport.actor import (
     ActorState,
@@ -52,6 +51,7 @@ from cortex_memory.cortex.transport.redact import Scrubber
 from cortex_memory.cortex.transport.response import Body, Response, answer, decode_data, encode_body
 from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
 from cortex_memory.cortex.wire import CortexWire, Route
+from cortex_memory.credential import EngineCredential as CortexCredential
 from cortex_memory.errors import EngineError, Error, UnauthorizedError, UnavailableError
 
 __all__ = ["Exchange", "Family"]

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 
 from cortex_memory.contract.items import StoreItem
-from cortex_memory.cortex.credential import CortexCredential, StaticBearer
+from cortex_memory.cortex import EngineCredential, StaticBearer
 from cortex_memory.cortex.engine.core import CortexEngine
 from cortex_memory.cortex.envelope import encode_checked, envelopes, experience_request, scope_path
 from cortex_memory.cortex.timing import Timing
@@ -35,7 +35,7 @@ def engine_for(url: str, hosted: bool = False) -> Any:
     """An engine with test timings on a one-off server at ``url`` (close it after use)."""
     if hosted:
         return CortexEngine.tinyhumans(url, StaticBearer(TEST_TOKEN), timing=TEST_TIMING)
-    return CortexEngine.direct(url, CortexCredential.api_key(TEST_TOKEN), timing=TEST_TIMING)
+    return CortexEngine.direct(url, EngineCredential.static(TEST_TOKEN), timing=TEST_TIMING)
 
 
 def bodies_of(item: StoreItem) -> List[Dict[str, Any]]:
