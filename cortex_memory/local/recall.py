@@ -12,8 +12,9 @@ from their sentences:
    (when the question has one), and the rank of the item it comes from.
 3. A sentence whose content words are all the question's own (it adds
    nothing) is never the answer; one that asks (ends with ``?``) counts
-   half; in a conversation the turn that follows a question (the other
-   speaker's answer) counts more than the question itself.
+   half, and joins the answer only when no statement answers at all; in a
+   conversation the turn that follows a question (the other speaker's
+   answer) counts more than the question itself.
 4. The best sentences are taken, best first, leaving out near-duplicates
    (most of their words already chosen) and sentences far weaker than the
    best, up to :data:`MAX_ANSWER_SENTENCES`. Every one of them comes from a
@@ -221,6 +222,10 @@ def _chosen(candidates: List[_Candidate]) -> List[_Candidate]:
     ordered = sorted(candidates, key=lambda c: (-c.score, c.rank))
     if not ordered or ordered[0].score <= 0.0:
         return []
+    # A question is no answer: once any statement answers, the questions step aside
+    # (a stored "When do we usually ship?" would otherwise echo the user's question).
+    if any(c.score > 0.0 and not c.passage.asks for c in ordered):
+        ordered = [c for c in ordered if not c.passage.asks]
     best = ordered[0].score
     picked: List[_Candidate] = []
     used = 0

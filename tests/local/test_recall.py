@@ -96,6 +96,21 @@ def test_the_turn_that_answers_beats_the_turn_that_asks(mem: LocalEngine) -> Non
     assert "Do you remember" not in answer.answer
 
 
+def test_a_stored_question_steps_aside_once_a_statement_answers(mem: LocalEngine) -> None:
+    # The demo's case: the user's stored question shares the question's words and adds
+    # one ("usually"), so it is not the question's own text, yet it answers nothing.
+    mem.store(Conversation((
+        Turn(Role.USER, "When do we usually ship releases?"),
+        Turn(Role.ASSISTANT, "We ship on Tuesday mornings, after the weekly planning."),
+    )))
+    mem.store(StoreItem.learning("The team ships releases on Tuesday mornings.",
+                                 LearningKind.FACT, 0.9))
+    answer = mem.recall(RecallRequest("When do we ship releases?", 3))
+    assert "usually" not in answer.answer
+    assert "?" not in answer.answer
+    assert "We ship on Tuesday mornings" in answer.answer
+
+
 def test_near_duplicates_are_dropped_and_every_sentence_is_cited(mem: LocalEngine) -> None:
     mem.store_many([
         StoreItem.document("The backup runs every night at two."),
