@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract.bulk import Progress, store_in_batches, stored_one_by_one
+from cortex_memory.contract.bulk import BatchStore
 from cortex_memory.contract.conformance.distil import distil
 from cortex_memory.contract.conformance.scoring import Query, score
 from cortex_memory.contract.consolidation import (
@@ -32,7 +32,6 @@ from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.contract.descriptor import Consolidation, EngineDescriptor, EngineHealth
 from cortex_memory.contract.engine import (
     MemoryEngine,
-    deadline_keywords,
     explore_by_listing,
     forget_within_by_get,
     get_by_listing,
@@ -227,33 +226,10 @@ class ReferenceEngine(MemoryEngine):
                 del held[other]
         return StoreReceipt(item_id, replayed, tuple(sorted(gone)))
 
-    def store_many(
-        self,
-        items: Iterable[StoreItem],
-        *,
-        replace: bool = False,
-        wait: WaitFor = WaitFor.VISIBLE,
-        progress: Optional[Progress] = None,
-        deadline: DeadlineLike = None,
-    ) -> builtins.list[StoreReceipt]:
-        """Store any number of items, 100 per batch; each batch is validated whole first.
-
-        An item repeated in the call replays its first copy; ``progress`` is
-        called after each batch.
-        """
-        bound = Deadline.of(deadline)
-
-        def store_one(item: StoreItem, replacing: bool) -> StoreReceipt:
-            # The deadline is checked before each batch; an in-memory store is instant.
-            return self.store(item, wait=wait, **deadline_keywords(_UNBOUNDED, replace=replacing))
-
-        return store_in_batches(
-            items,
-            lambda batch: stored_one_by_one(store_one, batch, replace=replace),
-            deadline=bound,
-            progress=progress,
-            replace=replace,
-        )
+    def _batch_store(self, *, replace: bool, wait: WaitFor, deadline: Deadline) -> BatchStore:
+        # The deadline is checked before each batch; an in-memory store is instant,
+        # so no item of a batch is refused part-way.
+        return super()._batch_store(replace=replace, wait=wait, deadline=_UNBOUNDED)
 
     def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
         """Forget ids (compared to fingerprints, anywhere) or everything a filter admits."""
