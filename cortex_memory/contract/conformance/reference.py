@@ -17,7 +17,7 @@ import builtins
 import re
 import threading
 from contextlib import contextmanager
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from cortex_memory.contract._enum import quote
 from cortex_memory.contract.bulk import BatchStore
@@ -32,11 +32,7 @@ from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.contract.descriptor import Consolidation, EngineDescriptor, EngineHealth
 from cortex_memory.contract.engine import (
     MemoryEngine,
-    explore_by_listing,
-    forget_within_by_get,
-    get_by_listing,
 )
-from cortex_memory.contract.explore import ExplorePage, ExploreRequest
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.forget import ForgetFilter, ForgetIds, ForgetReport, ForgetTarget
 from cortex_memory.contract.items import ItemId, ItemKind, StoreItem, StoreReceipt
@@ -46,7 +42,6 @@ from cortex_memory.contract.requests import (
     EraseRequest,
     FetchMode,
     FetchRequest,
-    GetRequest,
     ListRequest,
     RecallRequest,
     WaitFor,
@@ -134,6 +129,7 @@ class ReferenceEngine(MemoryEngine):
     ``consolidation`` is what the descriptor declares (and how ``consolidate``
     answers). ``store`` and ``tenant`` let several engines share one backing
     store as separate users. Every fetch mode is offered. Thread-safe.
+    ``get``, ``explore`` and ``forget_within`` are the contract's defaults.
     """
 
     def __init__(
@@ -249,12 +245,6 @@ class ReferenceEngine(MemoryEngine):
                 del held[item_id]
         return ForgetReport(len(doomed))
 
-    def forget_within(
-        self, ids: Iterable[ItemId], reach: Reach, *, deadline: DeadlineLike = None
-    ) -> ForgetReport:
-        """Forget ``ids`` only where ``reach`` admits them (the contract's default)."""
-        return forget_within_by_get(self, ids, reach, deadline=deadline)
-
     def erase(self, request: EraseRequest, *, deadline: DeadlineLike = None) -> EraseReport:
         """Hard-delete by reach (never upwards) and kinds; counts distinct (node, kind) pairs."""
         request.validate()
@@ -323,14 +313,6 @@ class ReferenceEngine(MemoryEngine):
         start = _offset(request.cursor)
         items, cursor = _page(self._matching(request.filter), start, request.limit)
         return ListPage(tuple(Hit.of(item) for item in items), cursor)
-
-    def get(self, request: GetRequest, *, deadline: DeadlineLike = None) -> builtins.list[Hit]:
-        """Whole items by id in the order asked (the contract's listing default)."""
-        return get_by_listing(self, request, deadline=deadline)
-
-    def explore(self, request: ExploreRequest, *, deadline: DeadlineLike = None) -> ExplorePage:
-        """Facet counts (the contract's listing default)."""
-        return explore_by_listing(self, request, deadline=deadline)
 
     def export(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ExportPage:
         """Like ``list``, giving each item back whole."""
