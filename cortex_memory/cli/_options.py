@@ -28,6 +28,7 @@ __all__ = [
     "ParserExit",
     "add_filter_options",
     "add_global_options",
+    "add_home_options",
     "add_meta_options",
     "add_reach_options",
     "filter_from",
@@ -81,6 +82,27 @@ class Parser(argparse.ArgumentParser):
 # ----------------------------------------------------------- global options
 
 
+#: The global options in help order: flag, metavar (``None`` for a switch), help.
+_GLOBAL_OPTIONS = (
+    ("--json", None, "print machine-readable JSON (the contract's shapes) instead of text"),
+    (
+        "--config", "PATH",
+        "config file (default: $CORTEX_MEMORY_CONFIG, else the per-user config.toml)",
+    ),
+    (
+        "--engine", "ID",
+        "engine id: cortexdb, tinyhumans or local (see `cortex-memory engines`)",
+    ),
+    ("--endpoint", "URL", "endpoint of a CortexDB engine (overrides the config)"),
+    (
+        "--path", "DB",
+        "database file of the local engine (implies --engine local); its folder "
+        "must exist unless --create is given",
+    ),
+    ("--create", None, "with --path: create the database's folder when it does not exist"),
+)
+
+
 def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """The options every command takes, before or after the command name.
 
@@ -91,31 +113,11 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("global options")
-    group.add_argument(
-        "--json", action="store_true", default=default(False),
-        help="print machine-readable JSON (the contract's shapes) instead of text",
-    )
-    group.add_argument(
-        "--config", metavar="PATH", default=default(None),
-        help="config file (default: $CORTEX_MEMORY_CONFIG, else the per-user config.toml)",
-    )
-    group.add_argument(
-        "--engine", metavar="ID", default=default(None),
-        help="engine id: cortexdb, tinyhumans or local (see `cortex-memory engines`)",
-    )
-    group.add_argument(
-        "--endpoint", metavar="URL", default=default(None),
-        help="endpoint of a CortexDB engine (overrides the config)",
-    )
-    group.add_argument(
-        "--path", metavar="DB", default=default(None),
-        help="database file of the local engine (implies --engine local); its folder "
-        "must exist unless --create is given",
-    )
-    group.add_argument(
-        "--create", action="store_true", default=default(False),
-        help="with --path: create the database's folder when it does not exist",
-    )
+    for flag, metavar, text in _GLOBAL_OPTIONS:
+        if metavar is None:  # a switch
+            group.add_argument(flag, action="store_true", default=default(False), help=text)
+        else:
+            group.add_argument(flag, metavar=metavar, default=default(None), help=text)
 
 
 # ----------------------------------------------------------- filter options
@@ -254,16 +256,21 @@ def filter_from(args: argparse.Namespace) -> MetaFilter:
 # ------------------------------------------------------------- meta options
 
 
+def add_home_options(group: Any, *, lives: str, tags: str) -> None:
+    """``--namespace`` (where stored items live) and repeatable ``--tag``, with their helps."""
+    group.add_argument("--namespace", metavar="NS", type=_namespace, help=lives)
+    group.add_argument(
+        "--tag", dest="tags", metavar="TAG", action="append", default=[], help=tags
+    )
+
+
 def add_meta_options(parser: argparse.ArgumentParser) -> None:
     """Flags that build the stored item's :class:`MemoryMeta`."""
     group = parser.add_argument_group("metadata")
-    group.add_argument(
-        "--namespace", metavar="NS", type=_namespace,
-        help="where the item lives, e.g. user:alice (default: the root)",
-    )
-    group.add_argument(
-        "--tag", dest="tags", metavar="TAG", action="append", default=[],
-        help="a free-form tag (repeatable)",
+    add_home_options(
+        group,
+        lives="where the item lives, e.g. user:alice (default: the root)",
+        tags="a free-form tag (repeatable)",
     )
     for flag, text in _STRING_FIELDS:
         group.add_argument(f"--{flag}", metavar="VALUE", help=text.split(" (")[0])
