@@ -13,7 +13,7 @@ import argparse
 import re
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, List, NoReturn, Optional, TextIO
+from typing import Any, Callable, Dict, List, NoReturn, Optional, TextIO, TypeVar
 
 from cortex_memory.cli._console import PROG
 from cortex_memory.contract.filter import MetaFilter
@@ -37,6 +37,8 @@ __all__ = [
     "reach_from",
     "split_values",
 ]
+
+_T = TypeVar("_T")
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _REACH_MODES = ("of", "exact", "subtree")
@@ -123,42 +125,37 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
 # ----------------------------------------------------------- filter options
 
 
-def _kind(text: str) -> ItemKind:
-    try:
-        return ItemKind.parse(text, "item type")
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+def _argument_type(name: str, parse: Callable[[str], _T]) -> Callable[[str], _T]:
+    """An argparse ``type`` named ``name``: ``parse``, with a library ``Error`` as its message."""
+
+    def convert(text: str) -> _T:
+        try:
+            return parse(text)
+        except Error as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = convert.__qualname__ = name  # argparse names the type in some messages
+    return convert
 
 
-def namespace_value(text: str) -> Namespace:
-    """An argparse ``type`` for a namespace (``team:acme/agent:writer``)."""
-    return _namespace(text)
-
-
-def _source_kind(text: str) -> SourceKind:
-    try:
-        return SourceKind.parse(text, "source kind")
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
-def _namespace(text: str) -> Namespace:
-    try:
-        return Namespace.parse(text)
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
-def _instant(text: str) -> datetime:
+def _parse_instant(text: str) -> datetime:
     """An RFC 3339 instant, ``now``, or a bare date (midnight UTC)."""
     if text == "now":
         return datetime.now(timezone.utc)
     if _DATE.fullmatch(text):
         text += "T00:00:00Z"
-    try:
-        return parse_timestamp(text)
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+    return parse_timestamp(text)
+
+
+_kind = _argument_type("_kind", lambda text: ItemKind.parse(text, "item type"))
+_source_kind = _argument_type("_source_kind", lambda text: SourceKind.parse(text, "source kind"))
+_namespace = _argument_type("_namespace", Namespace.parse)
+_instant = _argument_type("_instant", _parse_instant)
+
+
+def namespace_value(text: str) -> Namespace:
+    """An argparse ``type`` for a namespace (``team:acme/agent:writer``)."""
+    return _namespace(text)
 
 
 _STRING_FIELDS = (
@@ -172,6 +169,15 @@ _STRING_FIELDS = (
     ("thread-id", "conversation thread"),
     ("agent-id", "producing agent"),
 )
+
+
+#: The attributes the string flags set: keywords of both ``MetaFilter`` and ``MemoryMeta``.
+_STRING_NAMES = tuple(flag.replace("-", "_") for flag, _ in _STRING_FIELDS)
+
+
+def _string_fields(args: argparse.Namespace) -> Dict[str, Any]:
+    # The plain string fields a filter and an item's meta share, as keywords.
+    return {name: getattr(args, name) for name in _STRING_NAMES}
 
 
 def add_reach_options(group: Any) -> None:
@@ -234,15 +240,7 @@ def filter_from(args: argparse.Namespace) -> MetaFilter:
     """The :class:`MetaFilter` the filter flags describe (empty when none is given)."""
     return MetaFilter(
         reach=reach_from(args),
-        workspace=args.workspace,
-        folder=args.folder,
-        file_path=args.file_path,
-        language=args.language,
-        repo=args.repo,
-        commit=args.commit,
-        url=args.url,
-        thread_id=args.thread_id,
-        agent_id=args.agent_id,
+        **_string_fields(args),
         tool_call=args.tool_call,
         source_id=args.source_id,
         kinds=tuple(dict.fromkeys(args.types)),
@@ -297,15 +295,7 @@ def meta_from(args: argparse.Namespace) -> MemoryMeta:
     )
     return MemoryMeta(
         namespace=args.namespace if args.namespace is not None else Namespace.root(),
-        workspace=args.workspace,
-        folder=args.folder,
-        file_path=args.file_path,
-        language=args.language,
-        repo=args.repo,
-        commit=args.commit,
-        url=args.url,
-        thread_id=args.thread_id,
-        agent_id=args.agent_id,
+        **_string_fields(args),
         tool_call=None if args.tool_call is None else ToolCallRef(args.tool_call),
         source=source,
         tags=tuple(dict.fromkeys(args.tags)),
