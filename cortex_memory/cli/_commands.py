@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import List, Optional
+from typing import Optional
 
 from cortex_memory import registry
 from cortex_memory.cli._context import Command, Context
@@ -251,11 +251,7 @@ def _run_list(ctx: Context) -> int:
     request = ListRequest(filter_from(ctx.args), ctx.args.limit, ctx.args.cursor)
     with ctx.open_engine() as engine:
         page = engine.list(request)
-    if ctx.console.json_mode:
-        ctx.console.json(page.to_json())
-    else:
-        for line in list_lines(page):
-            ctx.console.out(line)
+    ctx.console.result(page.to_json, lambda: list_lines(page))
     return 0
 
 
@@ -322,11 +318,9 @@ def _run_fetch(ctx: Context) -> int:
     )
     with ctx.open_engine() as engine:
         page = engine.fetch(request)
-    if ctx.console.json_mode:
-        ctx.console.json(page.to_json())
-    else:
-        for line in fetch_lines(page, "cortex-memory fetch <same query and flags>"):
-            ctx.console.out(line)
+    ctx.console.result(
+        page.to_json, lambda: fetch_lines(page, "cortex-memory fetch <same query and flags>")
+    )
     return 0
 
 
@@ -344,11 +338,7 @@ def _run_recall(ctx: Context) -> int:
     )
     with ctx.open_engine() as engine:
         answer = engine.recall(request)
-    if ctx.console.json_mode:
-        ctx.console.json(answer.to_json())
-    else:
-        for line in recall_lines(answer):
-            ctx.console.out(line)
+    ctx.console.result(answer.to_json, lambda: recall_lines(answer))
     return 0
 
 
@@ -433,12 +423,9 @@ def _run_health(ctx: Context) -> int:
 
 def _run_engines(ctx: Context) -> int:
     descriptors = registry.list_engines()
-    if ctx.console.json_mode:
-        ctx.console.json([d.to_json() for d in descriptors])
-    else:
-        lines: List[str] = descriptor_lines(descriptors)
-        for line in lines:
-            ctx.console.out(line)
+    ctx.console.result(
+        lambda: [d.to_json() for d in descriptors], lambda: descriptor_lines(descriptors)
+    )
     return 0
 
 

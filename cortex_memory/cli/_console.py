@@ -9,7 +9,7 @@ control characters as visible escapes instead of sending them to the terminal;
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, TextIO
+from typing import Any, Callable, Iterable, Optional, TextIO
 
 from cortex_memory.contract.jsonfmt import dumps
 
@@ -80,6 +80,14 @@ class Console:
     def json(self, value: Any) -> None:
         """Write one JSON document (contract shapes, float32 kept exact) to stdout."""
         self._write(self.stdout, dumps(value) + "\n")
+
+    def result(self, to_json: Callable[[], Any], lines: Callable[[], Iterable[str]]) -> None:
+        """Write a command's result: ``to_json()`` with ``--json``, else ``lines()``, one a line."""
+        if self.json_mode:
+            self.json(to_json())
+        else:
+            for line in lines():
+                self.out(line)
 
     def note(self, message: str) -> None:
         """Write ``cortex-memory: <message>`` to stderr (never part of the result)."""

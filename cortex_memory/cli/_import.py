@@ -22,7 +22,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 from cortex_memory.cli._context import Command, Context
 from cortex_memory.cli._files import FileOptions, count_entries, file_entries
 from cortex_memory.cli._jsonl import jsonl_entries
-from cortex_memory.cli._options import namespace_value
+from cortex_memory.cli._options import add_home_options
 from cortex_memory.cli._progress import Progress
 from cortex_memory.cli._select import UsageError
 from cortex_memory.cli._transfer import Entry, Tally, Transfer
@@ -53,13 +53,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
         help="keep older versions: an edited file becomes a second item",
     )
     files = p.add_argument_group("files and folders")
-    files.add_argument(
-        "--namespace", metavar="NS", type=namespace_value,
-        help="where the documents live, e.g. user:alice (default: the root)",
-    )
-    files.add_argument(
-        "--tag", dest="tags", metavar="TAG", action="append", default=[],
-        help="a tag for every document (repeatable)",
+    add_home_options(
+        files,
+        lives="where the documents live, e.g. user:alice (default: the root)",
+        tags="a tag for every document (repeatable)",
     )
     files.add_argument(
         "--prefix", metavar="PATH",

@@ -13,7 +13,7 @@ import argparse
 import re
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, List, NoReturn, Optional, TextIO
+from typing import Any, Callable, Dict, List, NoReturn, Optional, TextIO, TypeVar
 
 from cortex_memory.cli._console import PROG
 from cortex_memory.contract.filter import MetaFilter
@@ -28,6 +28,7 @@ __all__ = [
     "ParserExit",
     "add_filter_options",
     "add_global_options",
+    "add_home_options",
     "add_meta_options",
     "add_reach_options",
     "filter_from",
@@ -36,6 +37,8 @@ __all__ = [
     "reach_from",
     "split_values",
 ]
+
+_T = TypeVar("_T")
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _REACH_MODES = ("of", "exact", "subtree")
@@ -81,6 +84,27 @@ class Parser(argparse.ArgumentParser):
 # ----------------------------------------------------------- global options
 
 
+#: The global options in help order: flag, metavar (``None`` for a switch), help.
+_GLOBAL_OPTIONS = (
+    ("--json", None, "print machine-readable JSON (the contract's shapes) instead of text"),
+    (
+        "--config", "PATH",
+        "config file (default: $CORTEX_MEMORY_CONFIG, else the per-user config.toml)",
+    ),
+    (
+        "--engine", "ID",
+        "engine id: cortexdb, tinyhumans or local (see `cortex-memory engines`)",
+    ),
+    ("--endpoint", "URL", "endpoint of a CortexDB engine (overrides the config)"),
+    (
+        "--path", "DB",
+        "database file of the local engine (implies --engine local); its folder "
+        "must exist unless --create is given",
+    ),
+    ("--create", None, "with --path: create the database's folder when it does not exist"),
+)
+
+
 def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     """The options every command takes, before or after the command name.
 
@@ -91,72 +115,47 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         return argparse.SUPPRESS if suppress else value
 
     group = parser.add_argument_group("global options")
-    group.add_argument(
-        "--json", action="store_true", default=default(False),
-        help="print machine-readable JSON (the contract's shapes) instead of text",
-    )
-    group.add_argument(
-        "--config", metavar="PATH", default=default(None),
-        help="config file (default: $CORTEX_MEMORY_CONFIG, else the per-user config.toml)",
-    )
-    group.add_argument(
-        "--engine", metavar="ID", default=default(None),
-        help="engine id: cortexdb, tinyhumans or local (see `cortex-memory engines`)",
-    )
-    group.add_argument(
-        "--endpoint", metavar="URL", default=default(None),
-        help="endpoint of a CortexDB engine (overrides the config)",
-    )
-    group.add_argument(
-        "--path", metavar="DB", default=default(None),
-        help="database file of the local engine (implies --engine local); its folder "
-        "must exist unless --create is given",
-    )
-    group.add_argument(
-        "--create", action="store_true", default=default(False),
-        help="with --path: create the database's folder when it does not exist",
-    )
+    for flag, metavar, text in _GLOBAL_OPTIONS:
+        if metavar is None:  # a switch
+            group.add_argument(flag, action="store_true", default=default(False), help=text)
+        else:
+            group.add_argument(flag, metavar=metavar, default=default(None), help=text)
 
 
 # ----------------------------------------------------------- filter options
 
 
-def _kind(text: str) -> ItemKind:
-    try:
-        return ItemKind.parse(text, "item type")
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+def _argument_type(name: str, parse: Callable[[str], _T]) -> Callable[[str], _T]:
+    """An argparse ``type`` named ``name``: ``parse``, with a library ``Error`` as its message."""
+
+    def convert(text: str) -> _T:
+        try:
+            return parse(text)
+        except Error as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = convert.__qualname__ = name  # argparse names the type in some messages
+    return convert
 
 
-def namespace_value(text: str) -> Namespace:
-    """An argparse ``type`` for a namespace (``team:acme/agent:writer``)."""
-    return _namespace(text)
-
-
-def _source_kind(text: str) -> SourceKind:
-    try:
-        return SourceKind.parse(text, "source kind")
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
-def _namespace(text: str) -> Namespace:
-    try:
-        return Namespace.parse(text)
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
-def _instant(text: str) -> datetime:
+def _parse_instant(text: str) -> datetime:
     """An RFC 3339 instant, ``now``, or a bare date (midnight UTC)."""
     if text == "now":
         return datetime.now(timezone.utc)
     if _DATE.fullmatch(text):
         text += "T00:00:00Z"
-    try:
-        return parse_timestamp(text)
-    except Error as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+    return parse_timestamp(text)
+
+
+_kind = _argument_type("_kind", lambda text: ItemKind.parse(text, "item type"))
+_source_kind = _argument_type("_source_kind", lambda text: SourceKind.parse(text, "source kind"))
+_namespace = _argument_type("_namespace", Namespace.parse)
+_instant = _argument_type("_instant", _parse_instant)
+
+
+def namespace_value(text: str) -> Namespace:
+    """An argparse ``type`` for a namespace (``team:acme/agent:writer``)."""
+    return _namespace(text)
 
 
 _STRING_FIELDS = (
@@ -170,6 +169,15 @@ _STRING_FIELDS = (
     ("thread-id", "conversation thread"),
     ("agent-id", "producing agent"),
 )
+
+
+#: The attributes the string flags set: keywords of both ``MetaFilter`` and ``MemoryMeta``.
+_STRING_NAMES = tuple(flag.replace("-", "_") for flag, _ in _STRING_FIELDS)
+
+
+def _string_fields(args: argparse.Namespace) -> Dict[str, Any]:
+    # The plain string fields a filter and an item's meta share, as keywords.
+    return {name: getattr(args, name) for name in _STRING_NAMES}
 
 
 def add_reach_options(group: Any) -> None:
@@ -232,15 +240,7 @@ def filter_from(args: argparse.Namespace) -> MetaFilter:
     """The :class:`MetaFilter` the filter flags describe (empty when none is given)."""
     return MetaFilter(
         reach=reach_from(args),
-        workspace=args.workspace,
-        folder=args.folder,
-        file_path=args.file_path,
-        language=args.language,
-        repo=args.repo,
-        commit=args.commit,
-        url=args.url,
-        thread_id=args.thread_id,
-        agent_id=args.agent_id,
+        **_string_fields(args),
         tool_call=args.tool_call,
         source_id=args.source_id,
         kinds=tuple(dict.fromkeys(args.types)),
@@ -254,16 +254,21 @@ def filter_from(args: argparse.Namespace) -> MetaFilter:
 # ------------------------------------------------------------- meta options
 
 
+def add_home_options(group: Any, *, lives: str, tags: str) -> None:
+    """``--namespace`` (where stored items live) and repeatable ``--tag``, with their helps."""
+    group.add_argument("--namespace", metavar="NS", type=_namespace, help=lives)
+    group.add_argument(
+        "--tag", dest="tags", metavar="TAG", action="append", default=[], help=tags
+    )
+
+
 def add_meta_options(parser: argparse.ArgumentParser) -> None:
     """Flags that build the stored item's :class:`MemoryMeta`."""
     group = parser.add_argument_group("metadata")
-    group.add_argument(
-        "--namespace", metavar="NS", type=_namespace,
-        help="where the item lives, e.g. user:alice (default: the root)",
-    )
-    group.add_argument(
-        "--tag", dest="tags", metavar="TAG", action="append", default=[],
-        help="a free-form tag (repeatable)",
+    add_home_options(
+        group,
+        lives="where the item lives, e.g. user:alice (default: the root)",
+        tags="a free-form tag (repeatable)",
     )
     for flag, text in _STRING_FIELDS:
         group.add_argument(f"--{flag}", metavar="VALUE", help=text.split(" (")[0])
@@ -290,15 +295,7 @@ def meta_from(args: argparse.Namespace) -> MemoryMeta:
     )
     return MemoryMeta(
         namespace=args.namespace if args.namespace is not None else Namespace.root(),
-        workspace=args.workspace,
-        folder=args.folder,
-        file_path=args.file_path,
-        language=args.language,
-        repo=args.repo,
-        commit=args.commit,
-        url=args.url,
-        thread_id=args.thread_id,
-        agent_id=args.agent_id,
+        **_string_fields(args),
         tool_call=None if args.tool_call is None else ToolCallRef(args.tool_call),
         source=source,
         tags=tuple(dict.fromkeys(args.tags)),

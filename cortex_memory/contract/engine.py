@@ -24,11 +24,16 @@ from __future__ import annotations
 
 import abc
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import Any, ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
 
 from cortex_memory.contract._coerce import str_tuple
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract.bulk import Progress, store_in_batches, stored_one_by_one
+from cortex_memory.contract.bulk import (
+    BatchStore,
+    Progress,
+    store_in_batches,
+    stored_one_by_one,
+)
 from cortex_memory.contract.consolidation import (
     BeliefsRequest,
     ConsolidateReceipt,
@@ -42,7 +47,7 @@ from cortex_memory.contract.facet import Facet
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.forget import ForgetIds, ForgetReport, ForgetTarget
 from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt
-from cortex_memory.contract.limits import MAX_GET_IDS, SCAN_PAGE
+from cortex_memory.contract.limits import MAX_GET_IDS, MAX_STORE_MANY, SCAN_PAGE
 from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.requests import (
     FetchRequest,
@@ -138,6 +143,9 @@ class MemoryEngine(abc.ABC):
 
     # -- defaults -----------------------------------------------------------------
 
+    #: Items per :meth:`store_many` batch; an engine that writes a batch at once may say more.
+    _store_batch_size: ClassVar[int] = MAX_STORE_MANY
+
     def store_many(
         self,
         items: Iterable[StoreItem],
@@ -149,27 +157,39 @@ class MemoryEngine(abc.ABC):
     ) -> List[StoreReceipt]:
         """Store any number of items (any iterable, taken lazily); receipts in item order.
 
-        Items go in batches of 100, each validated whole before any of it is
-        stored; ``progress(done, total)`` is called after each batch (``total``
-        is ``None`` when ``items`` has no ``len``). An item repeated in the
-        call replays its first copy. The default stores each item with
-        :meth:`store` (passing ``wait``) and stops at the first error, whose
-        ``receipts`` attribute lists the items stored before it; sending the
-        items again gives replays for those. With ``replace``, the last item
-        of each source replaces the others (see :meth:`store`).
+        Items go in batches (100 unless the engine says otherwise), each
+        validated whole before any of it is stored; ``progress(done, total)``
+        is called after each batch (``total`` is ``None`` when ``items`` has no
+        ``len``). An item repeated in the call replays its first copy. An error
+        stops the call; its ``receipts`` attribute lists the items stored
+        before it, and sending the items again gives replays for those. With
+        ``replace``, the last item of each source replaces the others (see
+        :meth:`store`). The default stores each item of a batch with
+        :meth:`store` (passing ``wait``) and stops at the first error; an
+        engine may store a batch at once (the local engine in one transaction,
+        CortexDB in one request where its wire allows).
         """
         bound = Deadline.of(deadline)
-
-        def store_one(item: StoreItem, replacing: bool) -> StoreReceipt:
-            return self.store(item, wait=wait, **deadline_keywords(bound, replace=replacing))
-
         return store_in_batches(
             items,
-            lambda batch: stored_one_by_one(store_one, batch, replace=replace),
+            self._batch_store(replace=replace, wait=wait, deadline=bound),
             deadline=bound,
             progress=progress,
             replace=replace,
+            batch_size=self._store_batch_size,
         )
+
+    def _batch_store(self, *, replace: bool, wait: WaitFor, deadline: Deadline) -> BatchStore:
+        """How :meth:`store_many` stores one validated batch: here each item with :meth:`store`.
+
+        Called once per ``store_many``, before the first batch, so an engine
+        may check ``wait`` here.
+        """
+
+        def store_one(item: StoreItem, replacing: bool) -> StoreReceipt:
+            return self.store(item, wait=wait, **deadline_keywords(deadline, replace=replacing))
+
+        return lambda batch: stored_one_by_one(store_one, batch, replace=replace)
 
     def list_preview(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """Like ``list`` (same items, order, ids, meta and cursors); ``text`` may be cut.

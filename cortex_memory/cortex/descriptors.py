@@ -14,13 +14,7 @@ from typing import Optional
 
 from cortex_memory.contract.descriptor import Consolidation, EngineDescriptor
 from cortex_memory.contract.requests import FetchMode
-from cortex_memory.cortex.wire import (
-    CORTEX_API_ENDPOINT,
-    CORTEXDB_ENGINE_ID,
-    TINYHUMANS_API_ENDPOINT,
-    TINYHUMANS_ENGINE_ID,
-    CortexWire,
-)
+from cortex_memory.cortex.wire import CORTEX_API_ENDPOINT, CortexWire
 from cortex_memory.errors import ConfigError
 
 __all__ = [
@@ -52,6 +46,23 @@ def direct_consolidation(origin: str) -> Consolidation:
     return Consolidation.AUTOMATIC if origin == CORTEX_API_ENDPOINT else Consolidation.ON_DEMAND
 
 
+def _cortex_descriptor(
+    wire: CortexWire, label: str, description: str, consolidation: Consolidation
+) -> EngineDescriptor:
+    # What the two registrations share: a key, the wire's default endpoint, hybrid only.
+    return EngineDescriptor(
+        id=wire.id,
+        label=label,
+        description=description,
+        hosted=wire.hosted,
+        needs_endpoint=False,
+        needs_key=True,
+        default_endpoint=wire.default_endpoint,
+        fetch_modes=(FetchMode.HYBRID,),
+        consolidation=consolidation,
+    )
+
+
 def cortexdb_descriptor(consolidation: Optional[Consolidation] = None) -> EngineDescriptor:
     """The ``cortexdb`` descriptor.
 
@@ -59,33 +70,15 @@ def cortexdb_descriptor(consolidation: Optional[Consolidation] = None) -> Engine
     managed cloud (``automatic``); an engine at another endpoint reports
     ``on_demand`` from its own ``descriptor()``.
     """
-    return EngineDescriptor(
-        id=CORTEXDB_ENGINE_ID,
-        label="CortexDB",
-        description=_CORTEXDB_DESCRIPTION,
-        hosted=False,
-        needs_endpoint=False,
-        needs_key=True,
-        default_endpoint=CORTEX_API_ENDPOINT,
-        fetch_modes=(FetchMode.HYBRID,),
-        consolidation=consolidation
-        if consolidation is not None
-        else direct_consolidation(CORTEX_API_ENDPOINT),
-    )
+    if consolidation is None:
+        consolidation = direct_consolidation(CORTEX_API_ENDPOINT)
+    return _cortex_descriptor(CortexWire.DIRECT, "CortexDB", _CORTEXDB_DESCRIPTION, consolidation)
 
 
 def tinyhumans_descriptor() -> EngineDescriptor:
     """The ``tinyhumans`` descriptor (consolidation ``scheduled``)."""
-    return EngineDescriptor(
-        id=TINYHUMANS_ENGINE_ID,
-        label="TinyHumans",
-        description=_TINYHUMANS_DESCRIPTION,
-        hosted=True,
-        needs_endpoint=False,
-        needs_key=True,
-        default_endpoint=TINYHUMANS_API_ENDPOINT,
-        fetch_modes=(FetchMode.HYBRID,),
-        consolidation=Consolidation.SCHEDULED,
+    return _cortex_descriptor(
+        CortexWire.TINYHUMANS, "TinyHumans", _TINYHUMANS_DESCRIPTION, Consolidation.SCHEDULED
     )
 
 

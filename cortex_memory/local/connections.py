@@ -27,7 +27,15 @@ from typing import Callable, Iterator, List, Optional
 
 from cortex_memory.contract.deadline import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
-from cortex_memory.local.files import MEMORY, header_errors, is_busy, prepare_file, shown
+from cortex_memory.local.files import (
+    MEMORY,
+    header_errors,
+    is_busy,
+    prepare_file,
+    rollback,
+    shown,
+    write_transaction,
+)
 
 __all__ = [
     "ConnectionPool",
@@ -105,41 +113,13 @@ def open_connection(path: str, timeout: float) -> sqlite3.Connection:
 
 
 @contextlib.contextmanager
-def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``; roll back when the block raises.
-
-    Taking the write lock up front means a transaction never has to upgrade a
-    read lock, which in WAL mode fails at once instead of waiting.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        _rollback(conn)
-        raise
-    try:
-        conn.execute("COMMIT")
-    except BaseException:
-        _rollback(conn)
-        raise
-
-
-@contextlib.contextmanager
 def read_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """A deferred transaction: the statements inside see one snapshot."""
     conn.execute("BEGIN")
     try:
         yield conn
     finally:
-        _rollback(conn)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    if conn.in_transaction:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            _log.debug("rollback failed", exc_info=True)
+        rollback(conn)
 
 
 class ConnectionPool:
@@ -202,7 +182,7 @@ class ConnectionPool:
 
     def _release(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
-            _rollback(conn)  # a call that failed half-way never leaks its transaction
+            rollback(conn)  # a call that failed half-way never leaks its transaction
         with self._cond:
             if not self._closed:
                 self._idle.append(conn)

@@ -43,7 +43,6 @@ from cortex_memory.contract import (
     ItemId,
     ListPage,
     ListRequest,
-    Progress,
     Reach,
     RecallAnswer,
     RecallRequest,
@@ -51,9 +50,9 @@ from cortex_memory.contract import (
     StoreReceipt,
     WaitFor,
     forget_within_ids,
-    store_in_batches,
     validate_each,
 )
+from cortex_memory.contract.bulk import BatchStore
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.replacing import ReplaceBatch
 from cortex_memory.errors import Error, InvalidRequestError, UnavailableError
@@ -137,6 +136,10 @@ class LocalEngine(MemoryEngine):
     (the documented fallback); ``pool_size`` caps the connections to a file;
     ``vector_backend`` is ``"auto"`` (NumPy when it can be imported),
     ``"numpy"`` or ``"python"`` (bounded candidates, no NumPy).
+
+    ``store_many`` writes :data:`LOCAL_BATCH` items per transaction. Each item
+    is all or nothing; if one fails, those before it stay stored and the
+    error's ``receipts`` lists every item stored by the call.
     """
 
     def __init__(
@@ -296,33 +299,16 @@ class LocalEngine(MemoryEngine):
         batch = validate_each((item,))
         return self._write_batch(batch, replace, Deadline.of(deadline))[0]
 
-    def store_many(
-        self,
-        items: Iterable[StoreItem],
-        *,
-        replace: bool = False,
-        wait: WaitFor = WaitFor.VISIBLE,
-        progress: Optional[Progress] = None,
-        deadline: DeadlineLike = None,
-    ) -> List[StoreReceipt]:
-        """Store any number of items, :data:`LOCAL_BATCH` per transaction; receipts in
-        item order.
+    _store_batch_size = LOCAL_BATCH
 
-        Each batch is validated whole first, then written in one transaction
-        (``progress(done, total)`` follows each). Each item is all or nothing;
-        if one fails, those before it stay stored and the error's ``receipts``
-        lists every item stored by the call.
+    def _batch_store(self, *, replace: bool, wait: WaitFor, deadline: Deadline) -> BatchStore:
+        """Each batch of :data:`LOCAL_BATCH` items is written in one transaction.
+
+        Each item is all or nothing; if one fails, those before it stay stored
+        and the error's ``receipts`` lists every item stored by the call.
         """
         _check_wait(wait)
-        bound = Deadline.of(deadline)
-        return store_in_batches(
-            items,
-            lambda batch: self._write_batch(batch, replace, bound),
-            deadline=bound,
-            progress=progress,
-            replace=replace,
-            batch_size=LOCAL_BATCH,
-        )
+        return lambda batch: self._write_batch(batch, replace, deadline)
 
     def _write_batch(
         self, batch: Tuple[StoreItem, ...], replace: bool, deadline: Deadline

@@ -64,9 +64,11 @@ __all__ = [
     "header_errors",
     "is_busy",
     "prepare_file",
+    "rollback",
     "shown",
     "use_wal",
     "warn_if_shared",
+    "write_transaction",
 ]
 
 _log = logging.getLogger(__name__)
@@ -359,8 +361,7 @@ def claim(
             conn.execute("ROLLBACK")
         if state == _CURRENT:
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(conn):
             # Another process may have set the file up while this one waited.
             facts = _facts(conn)
             state = _judge(facts, kind, name)
@@ -371,17 +372,30 @@ def claim(
             if state != _CURRENT:
                 conn.execute(f"PRAGMA application_id = {int(kind.app_id)}")
                 conn.execute(f"PRAGMA user_version = {int(kind.version)}")
-        except BaseException:
-            _rollback(conn)
-            raise
-        try:
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
 
 
-def _rollback(conn: sqlite3.Connection) -> None:
+@contextlib.contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; roll back when the block raises.
+
+    Taking the write lock up front means a transaction never has to upgrade a
+    read lock, which in WAL mode fails at once instead of waiting.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        rollback(conn)
+        raise
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        raise
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if any; a failing rollback is logged, not raised."""
     if conn.in_transaction:
         try:
             conn.execute("ROLLBACK")

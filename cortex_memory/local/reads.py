@@ -73,24 +73,24 @@ def _unknown(cursor: str) -> InvalidRequestError:
     return InvalidRequestError(f"unknown cursor `{shown}`")
 
 
-def keyset_after(cursor: Optional[str]) -> int:
-    """The seq a listing cursor continues after (0 for the first page)."""
+def _cursor_number(pattern: re.Pattern[str], cursor: Optional[str]) -> int:
+    # The number a cursor of ``pattern``'s shape holds; no cursor is 0.
     if cursor is None:
         return 0
-    match = _KEYSET.fullmatch(cursor)
+    match = pattern.fullmatch(cursor)
     if match is None:
         raise _unknown(cursor)
     return int(match.group(1))
+
+
+def keyset_after(cursor: Optional[str]) -> int:
+    """The seq a listing cursor continues after (0 for the first page)."""
+    return _cursor_number(_KEYSET, cursor)
 
 
 def offset_of(cursor: Optional[str]) -> int:
     """The ranking offset a fetch cursor continues at (0 for the first page)."""
-    if cursor is None:
-        return 0
-    match = _OFFSET.fullmatch(cursor)
-    if match is None:
-        raise _unknown(cursor)
-    return int(match.group(1))
+    return _cursor_number(_OFFSET, cursor)
 
 
 def _listing_rows(

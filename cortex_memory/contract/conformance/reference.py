@@ -17,10 +17,10 @@ import builtins
 import re
 import threading
 from contextlib import contextmanager
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from cortex_memory.contract._enum import quote
-from cortex_memory.contract.bulk import Progress, store_in_batches, stored_one_by_one
+from cortex_memory.contract.bulk import BatchStore
 from cortex_memory.contract.conformance.distil import distil
 from cortex_memory.contract.conformance.scoring import Query, score
 from cortex_memory.contract.consolidation import (
@@ -32,12 +32,7 @@ from cortex_memory.contract.deadline import Deadline, DeadlineLike
 from cortex_memory.contract.descriptor import Consolidation, EngineDescriptor, EngineHealth
 from cortex_memory.contract.engine import (
     MemoryEngine,
-    deadline_keywords,
-    explore_by_listing,
-    forget_within_by_get,
-    get_by_listing,
 )
-from cortex_memory.contract.explore import ExplorePage, ExploreRequest
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.forget import ForgetFilter, ForgetIds, ForgetReport, ForgetTarget
 from cortex_memory.contract.items import ItemId, ItemKind, StoreItem, StoreReceipt
@@ -47,7 +42,6 @@ from cortex_memory.contract.requests import (
     EraseRequest,
     FetchMode,
     FetchRequest,
-    GetRequest,
     ListRequest,
     RecallRequest,
     WaitFor,
@@ -135,6 +129,7 @@ class ReferenceEngine(MemoryEngine):
     ``consolidation`` is what the descriptor declares (and how ``consolidate``
     answers). ``store`` and ``tenant`` let several engines share one backing
     store as separate users. Every fetch mode is offered. Thread-safe.
+    ``get``, ``explore`` and ``forget_within`` are the contract's defaults.
     """
 
     def __init__(
@@ -227,33 +222,10 @@ class ReferenceEngine(MemoryEngine):
                 del held[other]
         return StoreReceipt(item_id, replayed, tuple(sorted(gone)))
 
-    def store_many(
-        self,
-        items: Iterable[StoreItem],
-        *,
-        replace: bool = False,
-        wait: WaitFor = WaitFor.VISIBLE,
-        progress: Optional[Progress] = None,
-        deadline: DeadlineLike = None,
-    ) -> builtins.list[StoreReceipt]:
-        """Store any number of items, 100 per batch; each batch is validated whole first.
-
-        An item repeated in the call replays its first copy; ``progress`` is
-        called after each batch.
-        """
-        bound = Deadline.of(deadline)
-
-        def store_one(item: StoreItem, replacing: bool) -> StoreReceipt:
-            # The deadline is checked before each batch; an in-memory store is instant.
-            return self.store(item, wait=wait, **deadline_keywords(_UNBOUNDED, replace=replacing))
-
-        return store_in_batches(
-            items,
-            lambda batch: stored_one_by_one(store_one, batch, replace=replace),
-            deadline=bound,
-            progress=progress,
-            replace=replace,
-        )
+    def _batch_store(self, *, replace: bool, wait: WaitFor, deadline: Deadline) -> BatchStore:
+        # The deadline is checked before each batch; an in-memory store is instant,
+        # so no item of a batch is refused part-way.
+        return super()._batch_store(replace=replace, wait=wait, deadline=_UNBOUNDED)
 
     def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
         """Forget ids (compared to fingerprints, anywhere) or everything a filter admits."""
@@ -272,12 +244,6 @@ class ReferenceEngine(MemoryEngine):
             for item_id in doomed:
                 del held[item_id]
         return ForgetReport(len(doomed))
-
-    def forget_within(
-        self, ids: Iterable[ItemId], reach: Reach, *, deadline: DeadlineLike = None
-    ) -> ForgetReport:
-        """Forget ``ids`` only where ``reach`` admits them (the contract's default)."""
-        return forget_within_by_get(self, ids, reach, deadline=deadline)
 
     def erase(self, request: EraseRequest, *, deadline: DeadlineLike = None) -> EraseReport:
         """Hard-delete by reach (never upwards) and kinds; counts distinct (node, kind) pairs."""
@@ -347,14 +313,6 @@ class ReferenceEngine(MemoryEngine):
         start = _offset(request.cursor)
         items, cursor = _page(self._matching(request.filter), start, request.limit)
         return ListPage(tuple(Hit.of(item) for item in items), cursor)
-
-    def get(self, request: GetRequest, *, deadline: DeadlineLike = None) -> builtins.list[Hit]:
-        """Whole items by id in the order asked (the contract's listing default)."""
-        return get_by_listing(self, request, deadline=deadline)
-
-    def explore(self, request: ExploreRequest, *, deadline: DeadlineLike = None) -> ExplorePage:
-        """Facet counts (the contract's listing default)."""
-        return explore_by_listing(self, request, deadline=deadline)
 
     def export(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ExportPage:
         """Like ``list``, giving each item back whole."""

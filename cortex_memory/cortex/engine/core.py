@@ -10,9 +10,9 @@ connection pool, the actor cache, the rate-limit pause and the recency map.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
-from cortex_memory.contract.bulk import Progress, store_in_batches
+from cortex_memory.contract.bulk import BatchStore
 from cortex_memory.contract.consolidation import (
     BeliefsRequest,
     ConsolidateReceipt,
@@ -70,6 +70,8 @@ class CortexEngine(MemoryEngine):
     One engine is shared safely by many threads. Every public operation takes an
     optional ``deadline=`` (seconds, or a :class:`~cortex_memory.cortex.Deadline`)
     bounding the whole call; past it the call raises ``UnavailableError``.
+    ``store_many`` stores 100 items per batch (the wire's write limit); an error
+    part-way carries the receipts of the batches stored before it in ``err.receipts``.
     """
 
     __slots__ = ("_ctx",)
@@ -253,30 +255,11 @@ class CortexEngine(MemoryEngine):
             raise EngineError("the store produced no receipt")
         return receipts[0]
 
-    def store_many(
-        self,
-        items: Iterable[StoreItem],
-        *,
-        replace: bool = False,
-        wait: WaitFor = WaitFor.VISIBLE,
-        progress: Optional[Progress] = None,
-        deadline: DeadlineLike = None,
-    ) -> List[StoreReceipt]:
-        """Store any number of items, 100 per batch (the wire's write limit); receipts in
-        item order.
-
-        ``progress(done, total)`` is called after each batch; an error part-way
-        carries the receipts of the batches stored before it in ``err.receipts``.
-        """
-        bound = Deadline.of(deadline)
+    def _batch_store(self, *, replace: bool, wait: WaitFor, deadline: Deadline) -> BatchStore:
+        # A batch of 100 (the wire's write limit) goes out as one write where the
+        # wire takes bulk writes; an error part-way carries the receipts so far.
         ctx = self._ctx
-        return store_in_batches(
-            items,
-            lambda batch: _store.store_many(ctx, batch, wait, bound, replace=replace),
-            deadline=bound,
-            progress=progress,
-            replace=replace,
-        )
+        return lambda batch: _store.store_many(ctx, batch, wait, deadline, replace=replace)
 
     def list(self, request: ListRequest, *, deadline: DeadlineLike = None) -> ListPage:
         """Page through the items the filter admits (opaque cursor); scores are 0.0."""
