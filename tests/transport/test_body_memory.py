@@ -17,7 +17,7 @@ import urllib3
 
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.cortex.transport.body import read_success_body
-from cortex_memory.cortex.transport.exchange import Read, Request
+from cortex_memory.cortex.transport.request import Read, Request
 from cortex_memory.cortex.transport.watchdog import WATCHDOG
 from cortex_memory.testing.hostile import LoopbackServer, RawRequest
 

@@ -20,8 +20,9 @@ Layers, lowest first:
   certificate and the rule that verification stays on off loopback;
 * :mod:`.failure` — statuses and transport faults to the error tree;
 * :mod:`.response` — :class:`Response` and the JSON body codec;
-* :mod:`.exchange` — one attempt for a :class:`~.exchange.Request`: build,
-  send, read and map the answer;
+* :mod:`.request` — what one attempt sends (:class:`~.request.Request`) and
+  how it reads the answer (:class:`~.request.Read`);
+* :mod:`.exchange` — one attempt: build, send, read and map the answer;
 * :mod:`.client` — :class:`HttpClient` (holding an exchange): construction,
   copies, call modes.
 """

@@ -53,7 +53,7 @@ from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
 from cortex_memory.cortex.timing import READS, Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.actor import ActorState, actor_from_whoami
 from cortex_memory.cortex.transport.endpoint import Endpoint, is_loopback_host, parse_endpoint
-from cortex_memory.cortex.transport.exchange import Exchange, Family, Read, Request
+from cortex_memory.cortex.transport.exchange import Exchange, Family
 from cortex_memory.cortex.transport.failure import build_failure
 from cortex_memory.cortex.transport.headers import check_default_headers
 from cortex_memory.cortex.transport.keys import fresh_claim
@@ -63,6 +63,7 @@ from cortex_memory.cortex.transport.proxy import (
     proxy_from_environment,
     proxy_route_check,
 )
+from cortex_memory.cortex.transport.request import Read, Request
 from cortex_memory.cortex.transport.response import Body, Response, encode_body
 from cortex_memory.cortex.transport.surface import Surface, Wire
 from cortex_memory.cortex.transport.text import is_header_value, trim

@@ -16,11 +16,10 @@ the error tree. Nothing here logs a header, a body or a query string.
 
 from __future__ import annotations
 
-import enum
 import logging
 import re
 import threading
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport.actor import (
@@ -51,6 +50,7 @@ from cortex_memory.cortex.transport.family import Family
 from cortex_memory.cortex.transport.pool import no_retries
 from cortex_memory.cortex.transport.proxy import proxy_auth_failure, proxy_failure
 from cortex_memory.cortex.transport.redact import Scrubber
+from cortex_memory.cortex.transport.request import Read, Request
 from cortex_memory.cortex.transport.response import Body, Response, answer, decode_data, encode_body
 from cortex_memory.cortex.transport.surface import Surface
 from cortex_memory.cortex.transport.watchdog import Watch, current_watchdog
@@ -64,6 +64,12 @@ from cortex_memory.errors import (
 )
 
 __all__ = ["Exchange", "Family", "Read", "Request"]
+
+# The modes by name once: an Enum member looked up on its class costs a few
+# attribute lookups, and an attempt compares its mode up to four times.
+_NOTHING = Read.NOTHING
+_BYTES = Read.BYTES
+_LISTING = Read.LISTING
 
 logger = logging.getLogger(__name__)
 
@@ -93,50 +99,6 @@ def _load_urllib3() -> Any:
 
             _URLLIB3 = urllib3
         return _URLLIB3
-
-
-class Read(enum.Enum):
-    """How an attempt reads a 2xx answer into :attr:`Response.data`."""
-
-    JSON = "json"
-    """The parsed JSON value (hosted: the envelope's ``data``; an empty Direct body: ``None``)."""
-    LISTING = "listing"
-    """As ``JSON``, for an answer that lists events: a run of identical array elements is
-    parsed once (the list holds that one value for each)."""
-    BYTES = "bytes"
-    """The body as ``bytes``, not parsed (the actor lookup reads its answer itself)."""
-    NOTHING = "nothing"
-    """The body is not read (the response is closed); ``data`` is ``None``."""
-
-
-# The modes by name once: an Enum member looked up on its class costs a few
-# attribute lookups, and an attempt compares its mode up to four times.
-_NOTHING = Read.NOTHING
-_BYTES = Read.BYTES
-_LISTING = Read.LISTING
-
-
-class Request(NamedTuple):
-    """One request as an attempt sends it (immutable; built once per call, reused by its retries).
-
-    ``route`` is relative to the endpoint (a leading ``/`` is dropped; checked
-    per attempt); ``payload`` the encoded body; ``claim`` the
-    ``Idempotency-Key`` to send, if any; ``read`` how to read a 2xx answer;
-    ``actor=False`` sends no actor header even where the surface sends one
-    (the actor lookup itself). A named tuple rather than a frozen dataclass:
-    one is built per call, and it builds in half the time.
-    """
-
-    method: str
-    route: str
-    payload: Optional[bytes] = None
-    claim: Optional[str] = None
-    read: Read = Read.JSON
-    actor: bool = True
-
-    def __repr__(self) -> str:
-        # Neither the body nor the claim.
-        return f"Request({self.method!r}, {self.route!r}, read={self.read.name})"
 
 
 def _scrubber(bearer: str) -> Scrubber:
