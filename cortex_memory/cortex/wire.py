@@ -6,6 +6,11 @@ route table (engine.md §6.1), the per-wire rules (§6.2: the actor header, the
 hosted ``Idempotency-Key`` claims, bulk writes, how an unset answer instruction
 is sent) and the hosted ``{"success", "data"}`` unwrap.
 
+The transport never imports this module: a client is built with a wire and
+asks it for its :class:`~cortex_memory.cortex.transport.surface.Surface`
+(:attr:`CortexWire.surface`). The hosted unwrap lives with the transport and
+is re-exported here.
+
 Routes carry no leading ``/``; the transport joins them to the endpoint. The
 engine descriptors (which need contract types) live with the engine.
 """
@@ -13,9 +18,10 @@ engine descriptors (which need contract types) live with the engine.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Dict, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
-from cortex_memory.errors import EngineError, UnsupportedError
+from cortex_memory.cortex.transport.surface import Surface, Unwrapped, unwrap_hosted
+from cortex_memory.errors import UnsupportedError
 
 if TYPE_CHECKING:  # pragma: no cover - descriptors need contract types
     from cortex_memory.contract.descriptor import EngineDescriptor
@@ -159,29 +165,22 @@ class CortexWire(enum.Enum):
         """
         return f"{self.route(Route.SCOPES)}?prefix=tmh%3Aprobe&limit=1"
 
+    @property
+    def surface(self) -> Surface:
+        """What the transport needs of this wire (the actor, claims, the hosted envelope)."""
+        return _SURFACES[self]
+
     def __repr__(self) -> str:
         return f"CortexWire.{self.name}"
 
 
-class Unwrapped(NamedTuple):
-    """A hosted 2xx body: ``ok`` with its ``data``, or a ``success: false`` refusal."""
-
-    ok: bool
-    data: object
-
-
-def unwrap_hosted(body: object, where: str) -> Unwrapped:
-    """Unwrap a parsed hosted 2xx body.
-
-    ``{"success": true, "data": x}`` → ``Unwrapped(True, x)``; ``success: false``
-    → ``Unwrapped(False, body)`` (the caller maps it as a hosted failure with
-    the 2xx status); a missing ``data``, or a missing or non-boolean
-    ``success``, is ``EngineError``. ``where`` names the route and host.
-    """
-    if not isinstance(body, dict) or not isinstance(body.get("success"), bool):
-        raise EngineError(f"{where} answered without the success envelope")
-    if body["success"] is False:
-        return Unwrapped(False, body)
-    if "data" not in body:
-        raise EngineError(f"{where} answered success without a data field")
-    return Unwrapped(True, body["data"])
+_SURFACES: Dict[CortexWire, Surface] = {
+    wire: Surface(
+        name=wire.id,
+        hosted=wire.hosted,
+        sends_actor=wire.sends_actor,
+        claims_posts=wire.claims_posts,
+        whoami=_ROUTES[Route.WHOAMI][1 if wire.hosted else 0],
+    )
+    for wire in CortexWire
+}

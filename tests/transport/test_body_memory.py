@@ -17,6 +17,7 @@ import urllib3
 
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.cortex.transport.body import read_success_body
+from cortex_memory.cortex.transport.request import Read, Request
 from cortex_memory.cortex.transport.watchdog import WATCHDOG
 from cortex_memory.testing.hostile import LoopbackServer, RawRequest
 
@@ -72,9 +73,8 @@ def test_a_one_piece_body_stays_bytes() -> None:
 def test_long_bodies_through_the_client(make_client, parse: bool) -> None:
     with LoopbackServer(big_json) as server:
         client = make_client(server.url)
-        response = client._attempt(  # the parse=False mode the actor lookup uses
-            "GET", "v1/events", None, _unbounded(), claim=None, parse=parse
-        )
+        read = Read.JSON if parse else Read.BYTES  # BYTES: the mode the actor lookup uses
+        response = client._exchange.attempt(Request("GET", "v1/events", read=read), _unbounded())
     if parse:
         assert response.data == ["x" * 1000] * (BIG // 1003 + 1)
     else:

@@ -67,12 +67,15 @@ class Log:
     @property
     def wire(self) -> CortexWire:
         """The HTTP surface."""
-        return self._client.wire
+        wire = self._client.wire
+        if not isinstance(wire, CortexWire):  # pragma: no cover - engines build CortexWire clients
+            raise TypeError(f"the client's wire must be a CortexWire, not {type(wire).__name__}")
+        return wire
 
     @property
     def hosted(self) -> bool:
         """True on the TinyHumans hosted wire."""
-        return self._client.wire.hosted
+        return self.wire.hosted
 
     @property
     def timing(self) -> Timing:
@@ -81,7 +84,7 @@ class Log:
 
     def route(self, route: Route) -> str:
         """The path of ``route`` on this log's wire."""
-        return self._client.wire.route(route)
+        return self.wire.route(route)
 
     # -- listings ------------------------------------------------------------------------
 

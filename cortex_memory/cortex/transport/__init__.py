@@ -3,6 +3,9 @@
 Layers, lowest first:
 
 * :mod:`.text` — Unicode trimming, excerpts, header-value checks;
+* :mod:`.surface` — what the transport needs of a wire (:class:`Surface`) and
+  the hosted envelope unwrap; the wires above supply it, the transport never
+  imports them;
 * :mod:`.endpoint`, :mod:`.headers`, :mod:`.auth` — what is checked at
   construction (endpoint security, host default headers) and per attempt (the
   ``Authorization`` value);
@@ -17,8 +20,11 @@ Layers, lowest first:
   certificate and the rule that verification stays on off loopback;
 * :mod:`.failure` — statuses and transport faults to the error tree;
 * :mod:`.response` — :class:`Response` and the JSON body codec;
+* :mod:`.request` — what one attempt sends (:class:`~.request.Request`) and
+  how it reads the answer (:class:`~.request.Read`);
 * :mod:`.exchange` — one attempt: build, send, read and map the answer;
-* :mod:`.client` — :class:`HttpClient`: construction, copies, call modes.
+* :mod:`.client` — :class:`HttpClient` (holding an exchange): construction,
+  copies, call modes.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from cortex_memory.cortex.transport.failure import (
 from cortex_memory.cortex.transport.keys import fresh_claim, query_string, urlencode
 from cortex_memory.cortex.transport.pause import RateLimitPause
 from cortex_memory.cortex.transport.proxy import CLEARTEXT_PROXY_REFUSED, bypasses_proxy
-from cortex_memory.cortex.transport.watchdog import WATCHDOG
+from cortex_memory.cortex.transport.surface import Surface, Wire
+from cortex_memory.cortex.transport.watchdog import WATCHDOG, current_watchdog, install_watchdog
 
 __all__ = [
     "AUTHORIZATION_STATE_CHANGED",
@@ -53,12 +60,16 @@ __all__ = [
     "Response",
     "STATE_CHANGE_ATTEMPTS",
     "SUCCESS_CAP",
+    "Surface",
     "WATCHDOG",
+    "Wire",
     "backoff",
     "bypasses_proxy",
+    "current_watchdog",
     "encode_body",
     "fresh_claim",
     "health_reason",
+    "install_watchdog",
     "is_loopback_host",
     "query_string",
     "status_failure",

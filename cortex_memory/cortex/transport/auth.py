@@ -15,13 +15,13 @@ from __future__ import annotations
 from cortex_memory.cortex.transport.failure import DASH
 from cortex_memory.cortex.transport.redact import scrub
 from cortex_memory.cortex.transport.text import excerpt, is_header_value, trim
-from cortex_memory.credential import EngineCredential as CortexCredential
+from cortex_memory.credential import EngineCredential
 from cortex_memory.errors import UnauthorizedError
 
 __all__ = ["authorization"]
 
 
-def authorization(credential: CortexCredential) -> str:
+def authorization(credential: EngineCredential) -> str:
     """Return ``"Bearer <token>"`` for ``credential`` now, or raise ``UnauthorizedError``."""
     try:
         raw = credential.bearer()

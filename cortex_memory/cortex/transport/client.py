@@ -34,6 +34,12 @@ hosted envelope already unwrapped, headers) or raises an
 query string. One attempt is built, sent and answered in :mod:`.exchange`;
 :class:`Response` and the JSON body codec live in :mod:`.response` (and are
 importable from here too).
+
+The client holds its wire (any object with an ``id`` and a
+:class:`~cortex_memory.cortex.transport.surface.Surface`, such as
+:class:`~cortex_memory.cortex.wire.CortexWire`) and an
+:class:`~cortex_memory.cortex.transport.exchange.Exchange`; a copy holds a
+new exchange over the same family. The transport never imports the wires.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, Optional, Tuple
 
 from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
 from cortex_memory.cortex.timing import READS, Deadline, DeadlineLike, Timing
@@ -57,11 +63,12 @@ from cortex_memory.cortex.transport.proxy import (
     proxy_from_environment,
     proxy_route_check,
 )
+from cortex_memory.cortex.transport.request import Read, Request
 from cortex_memory.cortex.transport.response import Body, Response, encode_body
+from cortex_memory.cortex.transport.surface import Surface, Wire
 from cortex_memory.cortex.transport.text import is_header_value, trim
 from cortex_memory.cortex.transport.tls import Tls, tls_settings
-from cortex_memory.cortex.wire import CortexWire, Route
-from cortex_memory.credential import EngineCredential as CortexCredential
+from cortex_memory.credential import EngineCredential
 from cortex_memory.errors import ConfigError, Error
 
 __all__ = ["Body", "HttpClient", "Response", "encode_body"]
@@ -102,125 +109,138 @@ def _text(path: PathSetting) -> Optional[str]:
     return None if path is None else os.fspath(path)
 
 
-class HttpClient(Exchange):
+class HttpClient:
     """The HTTP client of one CortexDB engine family (see the module docs).
 
-    One attempt is :class:`~cortex_memory.cortex.transport.exchange.Exchange`'s
-    work; this class adds construction, copies and the call modes.
+    One attempt is the work of the
+    :class:`~cortex_memory.cortex.transport.exchange.Exchange` it holds; this
+    class adds construction, copies and the call modes.
     """
 
-    __slots__ = ()
+    __slots__ = ("_exchange", "_wire")
 
     def __init__(
         self,
-        wire: CortexWire,
+        wire: Wire,
         endpoint: str,
-        credential: CortexCredential,
+        credential: EngineCredential,
         *,
         timing: Optional[Timing] = None,
         default_headers: Optional[Mapping[str, str]] = None,
         network: Optional[Network] = None,
     ) -> None:
-        if not isinstance(wire, CortexWire):
+        surface = getattr(wire, "surface", None)
+        if not isinstance(surface, Surface):
             raise TypeError(f"wire must be a CortexWire, not {type(wire).__name__}")
-        if not isinstance(credential, CortexCredential):
+        if not isinstance(credential, EngineCredential):
             raise TypeError(
-                f"credential must be a CortexCredential, not {type(credential).__name__}"
+                f"credential must be an EngineCredential, not {type(credential).__name__}"
             )
         if timing is not None and not isinstance(timing, Timing):
             raise TypeError(f"timing must be a Timing, not {type(timing).__name__}")
-        self._wire = wire
-        self._endpoint = parse_endpoint(endpoint)
+        parsed = parse_endpoint(endpoint)
         if credential.is_static and not trim(credential.bearer()):
             raise ConfigError("the API key must not be empty")
-        self._credential = credential
         if network is not None and not isinstance(network, Network):
             raise TypeError(f"network must be a Network, not {type(network).__name__}")
-        self._timing = timing if timing is not None else Timing()
-        self._sign()
-        self._defaults = check_default_headers(default_headers or {})
-        proxy, tls = _route(self._endpoint, network if network is not None else DEFAULT_NETWORK)
+        defaults = check_default_headers(default_headers or {})
+        proxy, tls = _route(parsed, network if network is not None else DEFAULT_NETWORK)
         try:
-            self._family = Family(self._endpoint, proxy, tls)
+            family = Family(parsed, proxy, tls)
         except Exception as exc:
             raise ConfigError("HTTP client could not be built") from exc
+        self._wire = wire
+        self._exchange = Exchange(
+            surface,
+            parsed,
+            credential,
+            timing=timing if timing is not None else Timing(),
+            defaults=defaults,
+            family=family,
+        )
+
+    @classmethod
+    def _holding(cls, wire: Wire, exchange: Exchange) -> HttpClient:
+        """A client over ``exchange`` (a copy: construction checked everything already)."""
+        client = cls.__new__(cls)
+        client._wire = wire
+        client._exchange = exchange
+        return client
 
     # -- identity, copies, lifecycle -------------------------------------------------
 
     @property
-    def wire(self) -> CortexWire:
-        """The HTTP surface this client talks to."""
+    def wire(self) -> Wire:
+        """The HTTP surface this client talks to (the wire it was built with)."""
         return self._wire
 
     @property
     def endpoint(self) -> str:
         """The base URL routes are joined to (always ends in ``/``)."""
-        return self._endpoint.base
+        return self._exchange.endpoint.base
 
     @property
     def origin(self) -> str:
         """Scheme, host and non-default port of the endpoint."""
-        return self._endpoint.origin
+        return self._exchange.endpoint.origin
 
     @property
     def host(self) -> str:
         """The endpoint's host name, as messages show it."""
-        return self._endpoint.host
+        return self._exchange.endpoint.host
 
     @property
     def timing(self) -> Timing:
         """The timings in use."""
-        return self._timing
+        return self._exchange.timing
 
     @property
     def proxy(self) -> Optional[str]:
         """The proxy in use (``scheme://host:port``, never credentials), or ``None``."""
-        proxy = self._family.proxy
+        proxy = self._exchange.family.proxy
         return None if proxy is None else proxy.url
 
     @property
     def default_headers(self) -> Dict[str, str]:
         """A copy of the host's default headers."""
-        return dict(self._defaults)
+        return dict(self._exchange.defaults)
 
     @property
     def actor_state(self) -> ActorState:
         """The shared actor cache's state (Direct; always unknown on hosted)."""
-        return self._family.actor.state
+        return self._exchange.family.actor.state
 
     @property
     def paused_for(self) -> float:
         """Seconds the shared rate-limit pause still holds requests back."""
-        return self._family.pause.remaining()
+        return self._exchange.family.pause.remaining()
 
-    def _copy(self, **changes: Any) -> HttpClient:
-        clone = object.__new__(HttpClient)
-        for name in Exchange.__slots__:
-            object.__setattr__(clone, name, changes.get(name, getattr(self, name)))
-        if "_timing" in changes:
-            clone._timeout = None  # built from the timing
-        return clone
+    @property
+    def _family(self) -> Family:
+        """The family this client shares with its copies (pool, actor cache, pause)."""
+        return self._exchange.family
 
     def __copy__(self) -> HttpClient:
-        return self._copy()
+        return HttpClient._holding(self._wire, self._exchange.with_changes())
 
     def __deepcopy__(self, memo: Dict[int, object]) -> HttpClient:
         # A deep copy is still a member of the family: locks and sockets are shared.
-        return self._copy()
+        return self.__copy__()
 
     def with_timing(self, timing: Timing) -> HttpClient:
         """A copy with other timings, sharing this client's family."""
         if not isinstance(timing, Timing):
             raise TypeError(f"timing must be a Timing, not {type(timing).__name__}")
-        return self._copy(_timing=timing)
+        return HttpClient._holding(self._wire, self._exchange.with_changes(timing=timing))
 
     def with_default_headers(self, headers: Mapping[str, str]) -> HttpClient:
         """A copy whose default headers are exactly ``headers`` (the whole set is replaced)."""
-        return self._copy(_defaults=check_default_headers(headers))
+        defaults = check_default_headers(headers)
+        return HttpClient._holding(self._wire, self._exchange.with_changes(defaults=defaults))
 
     def close(self) -> None:
         """Close the family's pooled connections; later calls open new ones."""
-        self._family.close()
+        self._exchange.family.close()
 
     def __enter__(self) -> HttpClient:
         return self
@@ -229,8 +249,8 @@ class HttpClient(Exchange):
         self.close()
 
     def __repr__(self) -> str:
-        shown = f"HttpClient(wire={self._wire.id!r}, endpoint={self._endpoint.origin!r}"
-        proxy = self._family.proxy
+        shown = f"HttpClient(wire={self._wire.id!r}, endpoint={self._exchange.endpoint.origin!r}"
+        proxy = self._exchange.family.proxy
         return shown + (")" if proxy is None else f", proxy={proxy.url!r})")
 
     # -- call modes ----------------------------------------------------------------------
@@ -239,8 +259,10 @@ class HttpClient(Exchange):
         self, method: str, route: str, body: Body = None, *, deadline: DeadlineLike = None
     ) -> Response:
         """One attempt. On the hosted wire a POST carries a fresh ``Idempotency-Key``."""
-        claim = fresh_claim() if self._wire.claims_posts and method == "POST" else None
-        return self._attempt(method, route, self._encode(body), Deadline.of(deadline), claim=claim)
+        exchange = self._exchange
+        claim = fresh_claim() if exchange.surface.claims_posts and method == "POST" else None
+        request = Request(method, route, exchange.encode(body), claim)
+        return exchange.attempt(request, Deadline.of(deadline))
 
     def json_keyed(
         self, route: str, body: Body, claim: str, *, deadline: DeadlineLike = None
@@ -251,10 +273,12 @@ class HttpClient(Exchange):
         """
         if not isinstance(claim, str):
             raise TypeError(f"claim must be a str, not {type(claim).__name__}")
+        exchange = self._exchange
         if not claim or not is_header_value(claim):
-            raise build_failure(self._endpoint.host)
-        sent = claim if self._wire.claims_posts else None
-        return self._attempt("POST", route, self._encode(body), Deadline.of(deadline), claim=sent)
+            raise build_failure(exchange.endpoint.host)
+        sent = claim if exchange.surface.claims_posts else None
+        request = Request("POST", route, exchange.encode(body), sent)
+        return exchange.attempt(request, Deadline.of(deadline))
 
     def retry_transient(
         self,
@@ -273,13 +297,15 @@ class HttpClient(Exchange):
         reader needs and about half the parsing when the server sends every
         event twice. The value is otherwise what a plain parse gives.
         """
+        exchange = self._exchange
         bound = Deadline.of(deadline)
-        payload = self._encode(body)
+        read = Read.LISTING if listing else Read.JSON
+        request = Request(method, route, exchange.encode(body), read=read)
         response, attempts = READS.run(
-            lambda: self._attempt(method, route, payload, bound, claim=None, listing=listing),
+            lambda: exchange.attempt(request, bound),
             bound,
-            lambda: self._where(route),
-            backoff=self._timing.read_backoff,
+            lambda: exchange.where(route),
+            backoff=exchange.timing.read_backoff,
         )
         return response if attempts == 1 else replace(response, attempts=attempts)
 
@@ -291,20 +317,21 @@ class HttpClient(Exchange):
         (a 404 or 405: a server from before the actor model, no header). Failures raise
         as usual; a 401 or 403 resets the cache.
         """
-        route = self._wire.route(Route.WHOAMI)
+        exchange = self._exchange
+        request = Request("GET", exchange.whoami_route(), read=Read.BYTES, actor=False)
         try:
-            response = self._attempt(
-                "GET", route, None, Deadline.of(deadline), claim=None, parse=False, actor=False
-            )
+            response = exchange.attempt(request, Deadline.of(deadline))
         except Error as err:
             if err.status in (404, 405):
-                self._family.actor.learn(actor_from_whoami(err.status, b""))
+                self._exchange.family.actor.learn(actor_from_whoami(err.status, b""))
             raise
         raw = response.data if isinstance(response.data, bytes) else b""
         outcome = actor_from_whoami(response.status, raw)
-        self._family.actor.learn(outcome)
+        self._exchange.family.actor.learn(outcome)
         return outcome[1] if outcome[0] is ActorState.KNOWN else None
 
     def probe(self, route: str, *, deadline: DeadlineLike = None) -> Response:
         """One GET whose body is not read (the response is closed); failures map as usual."""
-        return self._attempt("GET", route, None, Deadline.of(deadline), claim=None, read=False)
+        return self._exchange.attempt(
+            Request("GET", route, read=Read.NOTHING), Deadline.of(deadline)
+        )

@@ -1,22 +1,24 @@
 """One attempt: build the request, send it, read and map the answer (engine.md §5.4–5.6).
 
-:class:`Exchange` is the layer :class:`~cortex_memory.cortex.transport.client.HttpClient`
-is built on: it holds a client's settings (wire, endpoint, credential, timings,
-default headers) and the :class:`Family` it shares with its copies, and makes
-exactly one attempt per :meth:`Exchange._attempt` call. Retrying, claims and
-copies belong to the client.
+An :class:`Exchange` holds one client's settings (the surface, endpoint,
+credential, timings, default headers) and the :class:`Family` it shares with
+its copies, and makes exactly one attempt per :meth:`Exchange.attempt` call,
+for a :class:`Request` (method, route, body, claim, how to :class:`Read` the
+answer). :class:`~cortex_memory.cortex.transport.client.HttpClient` holds one
+exchange; retrying, claims and copies belong to the client.
 
 An attempt waits out the rate-limit pause, resolves the credential, sends the
-cached actor (Direct; looked up once through ``v1/auth/whoami``), bounds the
-exchange by the request timeout or the caller's deadline (whichever ends
-first), reads the body under its cap and maps every failure to the error tree.
-Nothing here logs a header, a body or a query string.
+cached actor (when the surface sends one; looked up once through its whoami
+route), bounds the exchange by the request timeout or the caller's deadline
+(whichever ends first), reads the body under its cap and maps every failure to
+the error tree. Nothing here logs a header, a body or a query string.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.cortex.timing import Deadline, Timing
@@ -48,13 +50,26 @@ from cortex_memory.cortex.transport.family import Family
 from cortex_memory.cortex.transport.pool import no_retries
 from cortex_memory.cortex.transport.proxy import proxy_auth_failure, proxy_failure
 from cortex_memory.cortex.transport.redact import Scrubber
+from cortex_memory.cortex.transport.request import Read, Request
 from cortex_memory.cortex.transport.response import Body, Response, answer, decode_data, encode_body
-from cortex_memory.cortex.transport.watchdog import WATCHDOG, Watch
-from cortex_memory.cortex.wire import CortexWire, Route
-from cortex_memory.credential import EngineCredential as CortexCredential
-from cortex_memory.errors import EngineError, Error, UnauthorizedError, UnavailableError
+from cortex_memory.cortex.transport.surface import Surface
+from cortex_memory.cortex.transport.watchdog import Watch, current_watchdog
+from cortex_memory.credential import EngineCredential
+from cortex_memory.errors import (
+    EngineError,
+    Error,
+    UnauthorizedError,
+    UnavailableError,
+    UnsupportedError,
+)
 
-__all__ = ["Exchange", "Family"]
+__all__ = ["Exchange", "Family", "Read", "Request"]
+
+# The modes by name once: an Enum member looked up on its class costs a few
+# attribute lookups, and an attempt compares its mode up to four times.
+_NOTHING = Read.NOTHING
+_BYTES = Read.BYTES
+_LISTING = Read.LISTING
 
 logger = logging.getLogger(__name__)
 
@@ -63,19 +78,27 @@ logger = logging.getLogger(__name__)
 _ROUTE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*(\?[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*)?")
 _SHOWN_ROUTE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@%/]")
 
+_URLLIB3: Any = None
+_URLLIB3_LOCK = threading.Lock()
+
 
 def _urllib3() -> Any:
     """urllib3, imported on first use (importing it opens a probe socket; see pool.py)."""
+    module = _URLLIB3
+    if module is None:
+        module = _load_urllib3()
+    return module
+
+
+def _load_urllib3() -> Any:
     global _URLLIB3
-    if _URLLIB3 is None:
-        import urllib3
-        import urllib3.exceptions
+    with _URLLIB3_LOCK:
+        if _URLLIB3 is None:
+            import urllib3
+            import urllib3.exceptions
 
-        _URLLIB3 = urllib3
-    return _URLLIB3
-
-
-_URLLIB3: Any = None
+            _URLLIB3 = urllib3
+        return _URLLIB3
 
 
 def _scrubber(bearer: str) -> Scrubber:
@@ -84,49 +107,75 @@ def _scrubber(bearer: str) -> Scrubber:
 
 
 class Exchange:
-    """A client's settings and its one-attempt machinery (not used on its own).
+    """One client's settings and its one-attempt machinery (see the module docs).
 
-    The subclass sets every slot; :data:`Exchange.__slots__` is the whole
-    state a copy carries over.
+    Immutable but for a cache of the timing's own ``Timeout`` (built on first
+    use: building it imports urllib3). Two threads may build it at once; both
+    build the same value and either may be kept.
     """
 
     __slots__ = (
-        "_credential", "_defaults", "_endpoint", "_family", "_signed", "_timeout", "_timing",
-        "_wire",
+        "_signed", "_timeout", "credential", "defaults", "endpoint", "family", "surface", "timing",
     )  # fmt: skip
 
-    _wire: CortexWire
-    _endpoint: Endpoint
-    _credential: CortexCredential
-    _timing: Timing
-    _defaults: Dict[str, str]
-    _family: Family
-    # A static credential's Authorization value and its scrubber, worked out once
-    # (None for a dynamic credential, or a key that is not a valid header value:
-    # those are resolved, and refused, on every attempt as before).
-    _signed: Optional[Tuple[str, Scrubber]]
-    # The Timeout of an attempt bounded by the timing alone, built on first use.
-    _timeout: Any
-
-    def _sign(self) -> None:
-        """Set ``_signed`` for the credential (see above) and clear ``_timeout``."""
-        self._timeout = None
-        self._signed = None
-        if self._credential.is_static:
+    def __init__(
+        self,
+        surface: Surface,
+        endpoint: Endpoint,
+        credential: EngineCredential,
+        *,
+        timing: Timing,
+        defaults: Dict[str, str],
+        family: Family,
+    ) -> None:
+        self.surface = surface
+        self.endpoint = endpoint
+        self.credential = credential
+        self.timing = timing
+        self.defaults = defaults
+        self.family = family
+        self._timeout: Any = None
+        # A static credential's Authorization value and its scrubber, worked out once
+        # (None for a dynamic credential, or a key that is not a valid header value:
+        # those are resolved, and refused, on every attempt).
+        self._signed: Optional[Tuple[str, Scrubber]] = None
+        if credential.is_static:
             try:
-                bearer = authorization(self._credential)
+                bearer = authorization(credential)
             except UnauthorizedError:
                 return
             self._signed = (bearer, _scrubber(bearer))
 
-    def _where(self, route: str) -> str:
-        return f"memory API {strip_query(route)} on {self._endpoint.host}"
+    def with_changes(
+        self, *, timing: Optional[Timing] = None, defaults: Optional[Dict[str, str]] = None
+    ) -> Exchange:
+        """A new exchange over the same family with other timings or default headers."""
+        return Exchange(
+            self.surface,
+            self.endpoint,
+            self.credential,
+            timing=self.timing if timing is None else timing,
+            defaults=self.defaults if defaults is None else defaults,
+            family=self.family,
+        )
 
-    def _encode(self, body: Body) -> Optional[bytes]:
+    def where(self, route: str) -> str:
+        """How messages name ``route`` on this endpoint."""
+        return f"memory API {strip_query(route)} on {self.endpoint.host}"
+
+    def encode(self, body: Body) -> Optional[bytes]:
+        """The body as sent; a value JSON cannot carry is the build failure."""
         try:
             return encode_body(body)
         except (TypeError, ValueError) as exc:
-            raise build_failure(self._endpoint.host) from exc
+            raise build_failure(self.endpoint.host) from exc
+
+    def whoami_route(self) -> str:
+        """The surface's actor lookup route; ``UnsupportedError`` when it has none."""
+        route = self.surface.whoami
+        if route is None:
+            raise UnsupportedError(f"the {self.surface.name} API has no whoami route")
+        return route
 
     def _relative(self, route: str) -> str:
         """The route as a checked relative reference (joined to the endpoint's base)."""
@@ -136,74 +185,62 @@ class Exchange:
             raise EngineError(f"API path `{shown}` is invalid")
         return relative
 
-    def _attempt(
-        self,
-        method: str,
-        route: str,
-        payload: Optional[bytes],
-        deadline: Deadline,
-        *,
-        claim: Optional[str],
-        read: bool = True,
-        parse: bool = True,
-        actor: bool = True,
-        listing: bool = False,
-    ) -> Response:
-        """Build and send one request, then read and map its answer (engine.md §5.4–5.6).
-
-        ``listing``: the answer is a listing (its repeated elements are parsed once).
-        """
+    def attempt(self, request: Request, deadline: Deadline) -> Response:
+        """Build and send one request, then read and map its answer (engine.md §5.4–5.6)."""
+        route = request.route
         if not isinstance(route, str):
             raise TypeError(f"route must be a str, not {type(route).__name__}")
-        where = self._where(route)
-        family = self._family
+        where = self.where(route)
+        family = self.family
         family.pause.wait(deadline, where)
         relative = self._relative(route)
         signed = self._signed
         if signed is None:
-            bearer = authorization(self._credential)
+            bearer = authorization(self.credential)
             scrubbed = _scrubber(bearer)
         else:
             bearer, scrubbed = signed
         headers = {"Authorization": bearer}
-        headers.update(self._defaults)
+        headers.update(self.defaults)
         headers["Accept-Encoding"] = "identity"
+        payload = request.payload
         if payload is not None:
             headers["Content-Type"] = "application/json"
-        if actor and self._wire.sends_actor:
-            settled, value = self._family.actor.settled()
+        if request.actor and self.surface.sends_actor:
+            settled, value = family.actor.settled()
             if not settled:
-                value = self._family.actor.header(lambda: self._whoami(deadline))
+                value = family.actor.header(lambda: self._whoami(deadline))
                 # The lookup may have met a 429; this request comes later, so it waits too.
-                self._family.pause.wait(deadline, where)
+                family.pause.wait(deadline, where)
             if value is not None:
                 headers["X-Cortex-Actor"] = value
-        if claim is not None:
-            headers["Idempotency-Key"] = claim
+        if request.claim is not None:
+            headers["Idempotency-Key"] = request.claim
 
-        limit = self._timing.request_timeout
+        limit = self.timing.request_timeout
         left = deadline.remaining()
         by_deadline = left is not None and left < limit
         seconds = left if left is not None and by_deadline else limit
         if seconds <= 0:
             raise deadline.error(where)
         if by_deadline or self._timeout is None:
-            connect = min(self._timing.connect_timeout, seconds)
+            connect = min(self.timing.connect_timeout, seconds)
             timeout = _urllib3().Timeout(connect=connect, read=seconds)
             if not by_deadline:
-                # The timing's own bound: the same for every attempt of this client.
+                # The timing's own bound: the same for every attempt of this exchange.
                 # (urllib3 copies a Timeout before using it.)
                 self._timeout = timeout
         else:
             timeout = self._timeout
 
-        watch = WATCHDOG.arm(seconds)
+        watchdog = current_watchdog()
+        watch = watchdog.arm(seconds)
         try:
             try:
                 # The pool for our one origin, then the request target: this skips
                 # PoolManager.urlopen parsing the whole URL again on every request.
                 response = family.connections().urlopen(
-                    method,
+                    request.method,
                     family.prefix + relative,
                     body=payload,
                     headers=headers,
@@ -220,27 +257,30 @@ class Exchange:
                     isinstance(exc, ValueError) and not isinstance(exc, u3.HTTPError)
                 ):
                     # http.client refuses a header or URL it cannot send.
-                    raise build_failure(self._endpoint.host) from exc
+                    raise build_failure(self.endpoint.host) from exc
                 if not is_body_fault(exc):
                     raise
                 if watch.expired():
                     raise self._timed_out(deadline, by_deadline, where, None) from exc
-                endpoint = self._endpoint
+                endpoint = self.endpoint
                 hide = (endpoint.base + relative, endpoint.path + relative, relative)
-                if family.proxy is not None and isinstance(exc, _urllib3().exceptions.ProxyError):
-                    raise proxy_failure(
-                        exc, family.proxy, host=endpoint.host, hide=hide
-                    ) from exc
+                if family.proxy is not None and isinstance(exc, u3.ProxyError):
+                    raise proxy_failure(exc, family.proxy, host=endpoint.host, hide=hide) from exc
                 raise transport_failure(
                     exc, host=endpoint.host, hide=hide, scrubbed=scrubbed
                 ) from exc
-            WATCHDOG.follow(watch, response)
+            watchdog.follow(watch, response)
             return self._answer(
-                response, watch, route, where, deadline, by_deadline, read, parse, scrubbed,
-                listing,
-            )  # fmt: skip
+                response,
+                request,
+                watch=watch,
+                where=where,
+                deadline=deadline,
+                by_deadline=by_deadline,
+                scrubbed=scrubbed,
+            )
         finally:
-            WATCHDOG.disarm(watch)
+            watchdog.disarm(watch)
 
     def _timed_out(
         self, deadline: Deadline, by_deadline: bool, where: str, phase: Optional[str]
@@ -248,36 +288,35 @@ class Exchange:
         if by_deadline:
             return deadline.error(where)
         if phase is None:
-            return transport_failure(TimeoutError(), host=self._endpoint.host, timed_out=True)
+            return transport_failure(TimeoutError(), host=self.endpoint.host, timed_out=True)
         return UnavailableError(f"{where}: timed out {phase}")
 
     def _answer(
         self,
         response: Any,
+        request: Request,
+        *,
         watch: Watch,
-        route: str,
         where: str,
         deadline: Deadline,
         by_deadline: bool,
-        read: bool,
-        parse: bool,
         scrubbed: Scrubber,
-        listing: bool = False,
     ) -> Response:
         status = int(response.status)
+        read = request.read
         ok = 200 <= status < 300
         if not ok:
-            if status == 407 and self._family.forwarding is not None:
+            if status == 407 and self.family.forwarding is not None:
                 # A forwarding proxy wants credentials. (Through a tunnel, a CONNECT 407
                 # is a ProxyError, and a 407 is the endpoint's own answer.)
                 discard(response)
-                raise proxy_auth_failure(self._family.forwarding, self._endpoint.host)
+                raise proxy_auth_failure(self.family.forwarding, self.endpoint.host)
             if status in (401, 403):
-                self._family.actor.reset()
+                self.family.actor.reset()
             elif status == 429:
-                self._family.pause.note(response.headers, self._timing.max_pause)
+                self.family.pause.note(response.headers, self.timing.max_pause)
         raw: RawBody
-        if not read:
+        if read is _NOTHING:
             discard(response)
             raw = b""
         elif not ok:
@@ -311,38 +350,38 @@ class Exchange:
             raise status_failure(
                 status,
                 bytes(raw),
-                route=route,
-                host=self._endpoint.host,
-                hosted=self._wire.hosted,
+                route=request.route,
+                host=self.endpoint.host,
+                hosted=self.surface.hosted,
                 scrubbed=scrubbed,
             )
-        if not read or not parse:
-            # Unparsed data is bytes (bytes(b) of a bytes object is that object).
-            return answer(status, bytes(raw) if read else None, response.headers, scrubbed)
+        if read is _NOTHING:
+            return answer(status, None, response.headers, scrubbed)
+        if read is _BYTES:
+            # bytes(b) of a bytes object is that object.
+            return answer(status, bytes(raw), response.headers, scrubbed)
         data = decode_data(
             status,
             raw,
-            hosted=self._wire.hosted,
-            route=route,
-            host=self._endpoint.host,
+            hosted=self.surface.hosted,
+            route=request.route,
+            host=self.endpoint.host,
             where=where,
             scrubbed=scrubbed,
-            listing=listing,
+            listing=read is _LISTING,
         )
         return answer(status, data, response.headers, scrubbed)
 
     def _whoami(self, deadline: Deadline) -> LookupOutcome:
         """Ask ``v1/auth/whoami`` once (no actor header); never raises for a failed lookup."""
-        route = self._wire.route(Route.WHOAMI)
+        request = Request("GET", self.whoami_route(), read=Read.BYTES, actor=False)
         try:
-            response = self._attempt(
-                "GET", route, None, deadline, claim=None, parse=False, actor=False
-            )
+            response = self.attempt(request, deadline)
         except Error as err:
             if err.status in (404, 405):
                 return actor_from_whoami(err.status, b"")
             logger.debug(
-                "the actor lookup on %s failed; sending no actor header", self._endpoint.host
+                "the actor lookup on %s failed; sending no actor header", self.endpoint.host
             )
             return (ActorState.UNKNOWN, None)
         raw = response.data if isinstance(response.data, bytes) else b""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
-from cortex_memory.cortex.transport.watchdog import WATCHDOG
+from cortex_memory.cortex.transport.watchdog import current_watchdog
 
 if TYPE_CHECKING:  # pragma: no cover
     import urllib3
@@ -82,7 +82,7 @@ class _JoinedWrites(_Connection):
         headers: Optional[Mapping[str, Any]] = None,
         **options: Any,
     ) -> None:
-        WATCHDOG.attach(self)
+        current_watchdog().attach(self)
         if body is None:
             super().request(method, url, body, headers, **options)
             return
@@ -99,7 +99,7 @@ class _JoinedWrites(_Connection):
 
     def connect(self) -> None:
         # Covers the TCP connect, a proxy CONNECT and the TLS handshake.
-        WATCHDOG.attach(self)
+        current_watchdog().attach(self)
         super().connect()
 
     def send(self, data: Any) -> None:
@@ -147,18 +147,26 @@ _no_retries: Any = None
 
 
 def no_retries() -> Any:
-    """``urllib3.Retry(total=False)``, built once on first use.
+    """``urllib3.Retry(total=False)``, built once on first use (one object for every thread).
 
     Passing a ``Retry`` (rather than ``False``) spares urllib3 a conversion,
     and its debug log line, on every request. With ``total=False`` urllib3
     raises the original error, follows no redirect and retries nothing.
     """
-    global _no_retries
-    if _no_retries is None:
-        from urllib3.util import Retry
+    retry = _no_retries
+    if retry is None:
+        retry = _build_no_retries()
+    return retry
 
-        _no_retries = Retry(total=False, redirect=False, raise_on_redirect=False)
-    return _no_retries
+
+def _build_no_retries() -> Any:
+    global _no_retries
+    with _lock:
+        if _no_retries is None:
+            from urllib3.util import Retry
+
+            _no_retries = Retry(total=False, redirect=False, raise_on_redirect=False)
+        return _no_retries
 
 
 def new_pool_manager(

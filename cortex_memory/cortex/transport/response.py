@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 from cortex_memory.cortex.transport.body import RawBody
 from cortex_memory.cortex.transport.failure import status_failure
 from cortex_memory.cortex.transport.redact import Scrubber
-from cortex_memory.cortex.wire import unwrap_hosted
+from cortex_memory.cortex.transport.surface import unwrap_hosted
 from cortex_memory.errors import EngineError
 
 __all__ = ["Body", "Response", "answer", "decode_data", "encode_body"]

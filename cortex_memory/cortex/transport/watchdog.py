@@ -22,6 +22,11 @@ thread-local "current watch" joins them.
 The watch covers the TLS handshake and a proxy's ``CONNECT`` exchange too
 (each socket operation of the connect is also bounded by the connect timeout);
 a watch that fires before the socket exists keeps checking until it does.
+
+The transport uses :func:`current_watchdog`: the process default
+(:data:`WATCHDOG`) unless a host or a test has put another in its place with
+:func:`install_watchdog`, which returns the one it replaced so it can be put
+back. Install one between exchanges: an exchange keeps the watchdog it armed.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
-__all__ = ["WATCHDOG", "Watch", "Watchdog"]
+__all__ = ["WATCHDOG", "Watch", "Watchdog", "current_watchdog", "install_watchdog"]
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +231,43 @@ class Watchdog:
 
 
 WATCHDOG = Watchdog()
-"""The process-wide watchdog (it starts no thread until the first request)."""
+"""The process-wide default watchdog (it starts no thread until the first request)."""
+
+_current = WATCHDOG
+_current_lock = threading.Lock()
+
+
+def current_watchdog() -> Watchdog:
+    """The watchdog new exchanges arm: :data:`WATCHDOG` unless another was installed."""
+    # Read without the lock: it is one reference, written whole under the lock by
+    # install_watchdog, so a reader sees the old watchdog or the new one, both
+    # working. (Every request reads it twice; the lock would cost more than the read.)
+    return _current
+
+
+def install_watchdog(watchdog: Watchdog) -> Watchdog:
+    """Make ``watchdog`` the one new exchanges arm; return the one it replaces.
+
+    For hosts and tests: ``previous = install_watchdog(mine)`` ... then
+    ``install_watchdog(previous)``. Exchanges already under way keep theirs.
+    """
+    global _current
+    if not isinstance(watchdog, Watchdog):
+        raise TypeError(f"watchdog must be a Watchdog, not {type(watchdog).__name__}")
+    with _current_lock:
+        previous = _current
+        _current = watchdog
+    return previous
+
+
+def _forked() -> None:
+    """In a forked child: no timer thread exists, and the parent may have held the lock."""
+    global _current_lock
+    _current_lock = threading.Lock()
+    WATCHDOG._forked()
+    if _current is not WATCHDOG:
+        _current._forked()
+
 
 if hasattr(os, "register_at_fork"):  # POSIX: a child starts with no watchdog thread
-    os.register_at_fork(after_in_child=WATCHDOG._forked)
+    os.register_at_fork(after_in_child=_forked)
