@@ -9,6 +9,7 @@ from typing import Any, Callable, List
 import pytest
 
 from cortex_memory.cortex.transport import exchange, pool
+from cortex_memory.cortex.transport.lazy import Lazy
 from cortex_memory.cortex.transport.watchdog import (
     WATCHDOG,
     Watch,
@@ -54,7 +55,7 @@ def test_concurrent_first_use_of_no_retries_builds_one_retry(
             built.append(self)
 
     monkeypatch.setattr(urllib3.util, "Retry", SlowRetry)
-    monkeypatch.setattr(pool, "_no_retries", None)
+    monkeypatch.setattr(pool, "_NO_RETRIES", Lazy(pool._make_no_retries))
     results = _all_at_once(pool.no_retries)
     assert len(built) == 1
     assert all(result is built[0] for result in results)
@@ -66,10 +67,35 @@ def test_concurrent_first_use_of_urllib3_sets_the_cache_once(
 ) -> None:
     import urllib3
 
-    monkeypatch.setattr(exchange, "_URLLIB3", None)
+    monkeypatch.setattr(exchange, "_URLLIB3", Lazy(exchange._import_urllib3))
     results = _all_at_once(exchange._urllib3)
     assert all(result is urllib3 for result in results)
-    assert exchange._URLLIB3 is urllib3
+    assert exchange._URLLIB3.peek() is urllib3
+
+
+def test_lazy_builds_once_for_racing_threads_and_peek_never_builds() -> None:
+    calls: List[int] = []
+
+    def build() -> object:
+        time.sleep(0.02)  # a window in which a second builder could start
+        calls.append(1)
+        return object()
+
+    lazy: Lazy[object] = Lazy(build)
+    assert lazy.peek() is None
+    assert calls == []
+    assert "not built" in repr(lazy)
+    results = _all_at_once(lazy.get)
+    assert len(calls) == 1
+    assert all(result is results[0] for result in results)
+    assert lazy.peek() is results[0]
+    assert "built" in repr(lazy)
+
+
+def test_the_pool_classes_are_defined_once() -> None:
+    first = pool._watched_pool_classes()
+    assert pool._watched_pool_classes() is first
+    assert set(first) == {"http", "https"}
 
 
 class CountingWatchdog(Watchdog):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.cortex.timing import Deadline, Timing
@@ -47,6 +46,7 @@ from cortex_memory.cortex.transport.failure import (
     transport_failure,
 )
 from cortex_memory.cortex.transport.family import Family
+from cortex_memory.cortex.transport.lazy import Lazy
 from cortex_memory.cortex.transport.pool import no_retries
 from cortex_memory.cortex.transport.proxy import proxy_auth_failure, proxy_failure
 from cortex_memory.cortex.transport.redact import Scrubber
@@ -78,27 +78,20 @@ logger = logging.getLogger(__name__)
 _ROUTE = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/]*(\?[A-Za-z0-9\-._~!$&'()*+,;=:@%/?]*)?")
 _SHOWN_ROUTE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@%/]")
 
-_URLLIB3: Any = None
-_URLLIB3_LOCK = threading.Lock()
+def _import_urllib3() -> Any:
+    import urllib3
+    import urllib3.exceptions
+
+    return urllib3
+
+
+# urllib3, imported on first use (importing it opens a probe socket; see pool.py).
+_URLLIB3: Lazy[Any] = Lazy(_import_urllib3)
 
 
 def _urllib3() -> Any:
     """urllib3, imported on first use (importing it opens a probe socket; see pool.py)."""
-    module = _URLLIB3
-    if module is None:
-        module = _load_urllib3()
-    return module
-
-
-def _load_urllib3() -> Any:
-    global _URLLIB3
-    with _URLLIB3_LOCK:
-        if _URLLIB3 is None:
-            import urllib3
-            import urllib3.exceptions
-
-            _URLLIB3 = urllib3
-        return _URLLIB3
+    return _URLLIB3.get()
 
 
 def _scrubber(bearer: str) -> Scrubber:

@@ -30,9 +30,9 @@ importing urllib3 probes for IPv6 with a socket, and importing
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 
+from cortex_memory.cortex.transport.lazy import Lazy
 from cortex_memory.cortex.transport.watchdog import current_watchdog
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,8 +54,6 @@ POOL_MAXSIZE = 8
 JOINED_BODY = 64 * 1024
 """The largest first piece of a body sent in one write with the request head."""
 
-_lock = threading.Lock()
-_pool_classes: Optional[Dict[str, Any]] = None
 
 
 class _JoinedWrites(_Connection):
@@ -118,32 +116,41 @@ class _JoinedWrites(_Connection):
         super().send(data)
 
 
+def _define_pool_classes() -> Dict[str, Any]:
+    """The pool classes by scheme (they subclass urllib3's, so are defined on first use)."""
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class WatchedHTTPConnection(_JoinedWrites, HTTPConnection):
+        pass
+
+    class WatchedHTTPSConnection(_JoinedWrites, HTTPSConnection):
+        pass
+
+    class WatchedHTTPPool(HTTPConnectionPool):
+        ConnectionCls = WatchedHTTPConnection
+
+    class WatchedHTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = WatchedHTTPSConnection
+
+    return {"http": WatchedHTTPPool, "https": WatchedHTTPSPool}
+
+
+_POOL_CLASSES: Lazy[Dict[str, Any]] = Lazy(_define_pool_classes)
+
+
 def _watched_pool_classes() -> Dict[str, Any]:
     """The pool classes by scheme, defined once on first use."""
-    global _pool_classes
-    with _lock:
-        if _pool_classes is not None:
-            return _pool_classes
-        from urllib3.connection import HTTPConnection, HTTPSConnection
-        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-        class WatchedHTTPConnection(_JoinedWrites, HTTPConnection):
-            pass
-
-        class WatchedHTTPSConnection(_JoinedWrites, HTTPSConnection):
-            pass
-
-        class WatchedHTTPPool(HTTPConnectionPool):
-            ConnectionCls = WatchedHTTPConnection
-
-        class WatchedHTTPSPool(HTTPSConnectionPool):
-            ConnectionCls = WatchedHTTPSConnection
-
-        _pool_classes = {"http": WatchedHTTPPool, "https": WatchedHTTPSPool}
-        return _pool_classes
+    return _POOL_CLASSES.get()
 
 
-_no_retries: Any = None
+def _make_no_retries() -> Any:
+    from urllib3.util import Retry
+
+    return Retry(total=False, redirect=False, raise_on_redirect=False)
+
+
+_NO_RETRIES: Lazy[Any] = Lazy(_make_no_retries)
 
 
 def no_retries() -> Any:
@@ -153,20 +160,7 @@ def no_retries() -> Any:
     and its debug log line, on every request. With ``total=False`` urllib3
     raises the original error, follows no redirect and retries nothing.
     """
-    retry = _no_retries
-    if retry is None:
-        retry = _build_no_retries()
-    return retry
-
-
-def _build_no_retries() -> Any:
-    global _no_retries
-    with _lock:
-        if _no_retries is None:
-            from urllib3.util import Retry
-
-            _no_retries = Retry(total=False, redirect=False, raise_on_redirect=False)
-        return _no_retries
+    return _NO_RETRIES.get()
 
 
 def new_pool_manager(
