@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Dict, Iterable, Optional, Tuple
+from operator import attrgetter
+from typing import Any, Callable, ClassVar, Dict, Iterable, Optional, Tuple
 
 from cortex_memory.contract._coerce import (
     enum_tuple,
@@ -49,6 +50,29 @@ def path_matches(held: Optional[str], wanted: str) -> bool:
     return held.startswith(base) and (len(held) == len(base) or held[len(base)] == "/")
 
 
+def _equal(held: Optional[str], wanted: str) -> bool:
+    return held == wanted
+
+
+_Read = Callable[[MemoryMeta], Optional[str]]
+_Test = Callable[[Optional[str], str], bool]
+_Check = Tuple[_Read, _Test, str]
+
+# The string fields a meta is compared with, in the contract's order: the field, how
+# the meta's value is read and how it is compared with a set one.
+_MATCHED: Tuple[Tuple[str, _Read, _Test], ...] = (
+    ("workspace", attrgetter("workspace"), _equal),
+    ("language", attrgetter("language"), _equal),
+    ("repo", attrgetter("repo"), _equal),
+    ("commit", attrgetter("commit"), _equal),
+    ("url", attrgetter("url"), _equal),
+    ("folder", attrgetter("folder"), path_matches),
+    ("file_path", attrgetter("file_path"), path_matches),
+    ("thread_id", attrgetter("thread_id"), same_id),
+    ("agent_id", attrgetter("agent_id"), same_id),
+    ("source_id", attrgetter("source.id"), same_id),
+)  # fmt: skip
+
 @dataclass(frozen=True)
 class MetaFilter:
     """Conditions on an item's kind and metadata; every set field must hold.
@@ -77,6 +101,9 @@ class MetaFilter:
     observed_after: Optional[datetime] = None
     observed_before: Optional[datetime] = None
 
+    # The set string fields' checks, made in __post_init__ (a ClassVar: not a field).
+    _checks: ClassVar[Tuple[_Check, ...]] = ()
+
     def __post_init__(self) -> None:
         opt_type(self, "reach", Reach, self.reach)
         for name in _STRINGS:
@@ -95,6 +122,13 @@ class MetaFilter:
             set_attr(self, "observed_after", utc(self, "observed_after", self.observed_after))
         if self.observed_before is not None:
             set_attr(self, "observed_before", utc(self, "observed_before", self.observed_before))
+        # Only the set string fields are checked per item (not a field: eq and repr skip it).
+        checks: Tuple[_Check, ...] = tuple(
+            (read, test, getattr(self, name))
+            for name, read, test in _MATCHED
+            if getattr(self, name) is not None
+        )
+        set_attr(self, "_checks", checks)
 
     @classmethod
     def for_kinds(cls, kinds: Iterable[ItemKind]) -> MetaFilter:
@@ -116,8 +150,8 @@ class MetaFilter:
     def matches(self, kind: ItemKind, meta: MemoryMeta) -> bool:
         """True when an item of ``kind`` with ``meta`` passes every set field.
 
-        Called once per item on listing paths, so the checks are written out
-        in the contract's order rather than looped.
+        Called once per item on listing paths, so only the fields that are set
+        are looked at (the string fields' checks are made once, at construction).
         """
         kinds = self.kinds
         if kinds and kind not in kinds:
@@ -128,36 +162,9 @@ class MetaFilter:
                 return False  # no reach still leaves out service sandboxes
         elif not reach.admits(meta.namespace):
             return False
-        wanted = self.workspace
-        if wanted is not None and meta.workspace != wanted:
-            return False
-        wanted = self.language
-        if wanted is not None and meta.language != wanted:
-            return False
-        wanted = self.repo
-        if wanted is not None and meta.repo != wanted:
-            return False
-        wanted = self.commit
-        if wanted is not None and meta.commit != wanted:
-            return False
-        wanted = self.url
-        if wanted is not None and meta.url != wanted:
-            return False
-        wanted = self.folder
-        if wanted is not None and not path_matches(meta.folder, wanted):
-            return False
-        wanted = self.file_path
-        if wanted is not None and not path_matches(meta.file_path, wanted):
-            return False
-        wanted = self.thread_id
-        if wanted is not None and not same_id(meta.thread_id, wanted):
-            return False
-        wanted = self.agent_id
-        if wanted is not None and not same_id(meta.agent_id, wanted):
-            return False
-        wanted = self.source_id
-        if wanted is not None and not same_id(meta.source.id, wanted):
-            return False
+        for read, test, value in self._checks:
+            if not test(read(meta), value):
+                return False
         if self.turns is not None and meta.turns != self.turns:
             return False
         wanted = self.tool_call
