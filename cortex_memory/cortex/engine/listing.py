@@ -130,6 +130,8 @@ def list_items(
         offset, last = cursor.offset, cursor.last
         admit = walk.admit
         keeper = walk.keeper(scope.kind)
+        quick_hit = keeper.quick_hit
+        seen = walk.seen
         entries = walk.entries
         for position in range(offset, len(items)):
             event = items[position]
@@ -141,7 +143,14 @@ def list_items(
             elif eid == last:
                 continue
             last = eid
-            admit(scope, keeper, event)
+            # A common event (a whole learning or document the filter keeps) is
+            # read in one pass; any other goes through admit, which decides.
+            found = quick_hit(event)
+            if found is None:
+                admit(scope, keeper, event)
+            elif found.id not in seen:
+                seen.add(found.id)
+                entries.append((found, None))
             if len(entries) >= req.limit:
                 following = _next_cursor(
                     scopes, index, cursor, page.next_cursor, offset, len(items), last
