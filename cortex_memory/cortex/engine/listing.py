@@ -133,9 +133,16 @@ def list_items(
         quick_hit = keeper.quick_hit
         seen = walk.seen
         entries = walk.entries
+        previous: object = None
         for position in range(offset, len(items)):
             event = items[position]
             offset = position + 1
+            if event is previous:
+                # The same object again (a listing's repeated copy, parsed once):
+                # its id is the one just seen, so it would be skipped below, or,
+                # without a string id, never admitted.
+                continue
+            previous = event
             # event_id(event), written out: it runs for every event listed.
             eid = event.get("id") if type(event) is dict else None
             if type(eid) is not str:
@@ -169,7 +176,16 @@ def list_items(
         else [ready for ready, _ in walk.entries if ready is not None]
     )
     token = following.encode() if following is not None and following.scope is not None else None
-    return ListPage(tuple(hits), token)
+    # ListPage(tuple(hits), token), its fields set directly: every item is a Hit
+    # built here (whole_hit, quick_hit, hit) and the token is encode()'s str or
+    # None, so its checks (a tuple of Hit, an optional str) could not fail or
+    # change anything.
+    out = object.__new__(ListPage)
+    fields = out.__dict__
+    fields["items"] = tuple(hits)
+    if token is not None:
+        fields["next_cursor"] = token
+    return out
 
 
 def _next_cursor(
