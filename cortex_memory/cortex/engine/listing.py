@@ -15,7 +15,7 @@ sorting after it.
 from __future__ import annotations
 
 import builtins
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from cortex_memory.contract.engine import in_request_order
 from cortex_memory.contract.filter import MetaFilter
@@ -32,6 +32,7 @@ from cortex_memory.cortex.envelope.labels import narrowing
 from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
 from cortex_memory.cortex.envelope.rebuild import rebuild, rebuild_whole
 from cortex_memory.cortex.envelope.scopes import parse_scope
+from cortex_memory.cortex.log.read import event_id
 from cortex_memory.cortex.log.timing import PAGE_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError
@@ -160,7 +161,7 @@ def list_items(
                 entries.append((found, None))
             if len(entries) >= req.limit:
                 following = _next_cursor(
-                    scopes, index, cursor, page.next_cursor, offset, len(items), last
+                    scopes, index, cursor, page.next_cursor, _unread(items, offset, last), last
                 )
                 break
         else:
@@ -188,18 +189,29 @@ def list_items(
     return out
 
 
+def _unread(items: List[Any], offset: int, last: Optional[str]) -> Optional[int]:
+    """The offset to resume this page at, or None when nothing in the rest of it could
+    be admitted: every event left is a copy of ``last`` (skipped on resume) or has no
+    string id (never admitted). The usual case: the page filled at an item whose
+    repeated copy ends the server's page."""
+    for position in range(offset, len(items)):
+        if event_id(items[position]) not in (last, None):
+            return offset
+    return None
+
+
 def _next_cursor(
     scopes: List[KindScope],
     index: int,
     cursor: ListCursor,
     next_page: Optional[str],
-    offset: int,
-    count: int,
+    offset: Optional[int],
     last: Optional[str],
 ) -> ListCursor:
-    """Where the next call resumes once the page of results is full (scope None = the end)."""
+    """Where the next call resumes once the page of results is full (scope None = the
+    end); ``offset`` None: this page has nothing more to give."""
     scope = scopes[index].path
-    if offset < count:
+    if offset is not None:
         return ListCursor(scope, cursor.engine, offset, last)
     if next_page is not None:
         return ListCursor(scope, next_page, 0, last)
