@@ -285,6 +285,38 @@ def test_doubled_events_split_across_pages_are_admitted_once(kit) -> None:
         engine.close()
 
 
+def test_a_page_that_fills_at_the_last_item_has_no_cursor(kit) -> None:
+    """Filled at the last item, whose repeated copy ends the server's page, with no page
+    or scope after it: nothing could follow, so no cursor (no empty page to ask for).
+    With one more item left, or a copy followed by an event, the cursor remains."""
+    flt = MetaFilter(reach=Reach.exact(Namespace.root()), kinds=(ItemKind.LEARNING,))
+    items = [kit.learning(f"note {n}") for n in range(3)]
+    fake = _FakeLog(_events_of(items), size=100)
+    with LoopbackServer(fake) as server:
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
+        whole = engine.list(ListRequest(flt, 3))
+        assert [hit.text for hit in whole.items] == ["note 2", "note 1", "note 0"]
+        assert whole.next_cursor is None
+        first = engine.list(ListRequest(flt, 2))
+        assert [hit.text for hit in first.items] == ["note 2", "note 1"]
+        assert first.next_cursor is not None
+        rest = engine.list(ListRequest(flt, 2, first.next_cursor))
+        assert [hit.text for hit in rest.items] == ["note 0"]
+        assert rest.next_cursor is None
+        engine.close()
+    # A server page that ends after the copy but says more follows keeps the cursor.
+    fake = _FakeLog(_events_of(items), size=4)
+    with LoopbackServer(fake) as server:
+        engine = CortexEngine.direct(server.url, EngineCredential.static("k"), timing=FAST)
+        page = engine.list(ListRequest(flt, 2))
+        assert page.next_cursor is not None
+        assert ListCursor.decode(page.next_cursor).engine == "4"
+        assert [hit.text for hit in engine.list(ListRequest(flt, 5, page.next_cursor)).items] == [
+            "note 0"
+        ]
+        engine.close()
+
+
 def test_a_listing_that_never_fills_stops_at_the_page_budget() -> None:
     fake = _FakeLog([], size=3, stuck=True)
     with LoopbackServer(fake) as server:

@@ -78,7 +78,7 @@ from cortex_memory.cortex.envelope.envelope import (
     _turn,
     parse_envelope,
 )
-from cortex_memory.cortex.envelope.reads import Keeper, hit, whole_hit
+from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
 from cortex_memory.cortex.envelope.rebuild import rebuild
 from cortex_memory.errors import Error, InvalidRequestError
 
@@ -658,3 +658,127 @@ def test_decode_event_takes_its_one_part_shortcut_as_from_labels_reads(
         if expected is None:
             expected = decode(text)
         assert repr(decode_event(event)) == repr(expected)
+
+
+# ------------------------------------------------ the listing's one-pass lane (B2)
+
+
+def _admitted(keeper: Keeper, event: object) -> object:
+    """What a listing admits for ``event``, by the general path: the whole item's hit,
+    ``"pending"`` (an item to assemble), or None (not ours, not kept, not its start)."""
+    env = decode_event(event)
+    if env is None or not keeper.keeps(env):
+        return None
+    turn, chunk = env.turn, env.chunk
+    if (turn.index if turn is not None else chunk.index if chunk is not None else 0) != 0:
+        return None
+    if chunk is None and (turn is None or one_turn_conversation(env)):
+        return whole_hit(env)
+    return "pending"
+
+
+def _same_hit(got: Optional[Hit], event: object, keeper: Keeper) -> bool:
+    """``got`` is None (the general path decides) or exactly what the general path admits."""
+    if got is None:
+        return False
+    expected = _admitted(keeper, event)
+    assert isinstance(expected, Hit), (event, expected)
+    assert got == expected
+    assert repr(got) == repr(expected)
+    assert hash(got) == hash(expected)
+    assert type(got.meta) is MemoryMeta
+    assert got.meta.__dict__ == expected.meta.__dict__
+    return True
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes_json(), st.text(max_size=4), st.sampled_from(FILTERS), st.booleans())
+def test_the_quick_hit_is_what_the_general_path_admits(
+    value: Dict[str, Any], text: str, flt: MetaFilter, fixed: bool
+) -> None:
+    """``Keeper.quick_hit`` answers only for what the general path admits whole, and
+    then with the same hit; any event, label arrangement and filter."""
+    keeper = Keeper(flt, ItemKind.LEARNING if fixed else None)
+    joined = json.dumps(value, ensure_ascii=False)
+    for labels in (
+        ["tm:i:x", "kind:learning", "tm:e:00:" + joined],
+        ["tm:e:00:" + joined],
+        ["tm:e:00: " + joined],
+        ["tm:e:00:" + joined + "x"],
+        ["tm:e:01:x", "tm:e:00:" + joined],
+        [7, "tm:e:00:" + joined],
+        ["tm:e:00:" + joined, "tm:i:x"],
+    ):
+        event = {"id": "e", "content": {"text": text}, "context": {"labels": labels}}
+        _same_hit(keeper.quick_hit(event), event, keeper)
+
+
+def _event(env: Envelope) -> Dict[str, Any]:
+    encoded = encode_checked(env)
+    labels = list(encoded.labels)
+    return {"id": "e", "content": {"text": encoded.text}, "context": {"labels": labels}}
+
+
+def test_the_quick_hit_answers_for_whole_learnings_and_documents() -> None:
+    """Not vacuous: written learnings and one-event documents take the lane under every
+    filter of kinds and reach that keeps them; conversations and pieces do not."""
+    answered = 0
+    for ns in NAMESPACES:
+        for thread in (None, "t"):
+            meta = MemoryMeta(namespace=Namespace.parse(ns), thread_id=thread, tags=("a",))
+            items: List[StoreItem] = [
+                StoreItem.learning("x", LearningKind.FACT, 0.5, meta),
+                StoreItem.learning("y", LearningKind.PREFERENCE, 1e-40, meta),
+                StoreItem.document("y", meta),
+                Document(TextBody("z"), "Title", "text/plain", meta),
+                Document(TextBody("z"), " \n", None, meta),
+                Conversation((Turn(Role.USER, "a"),), meta),
+                Conversation((Turn(Role.USER, "a"), Turn(Role.ASSISTANT, "b")), meta),
+            ]
+            for item in items:
+                for env in envelopes(item):
+                    for flt in FILTERS:
+                        keeper = Keeper(flt)
+                        got = keeper.quick_hit(_event(env))
+                        if _same_hit(got, _event(env), keeper):
+                            answered += 1
+                            assert env.kind in (ItemKind.LEARNING, ItemKind.DOCUMENT)
+                        elif keeper._reach_only and env.kind is not ItemKind.CONVERSATION:
+                            # Under a filter of kinds and a reach, a whole learning or
+                            # document is answered unless the filter drops it.
+                            assert _admitted(keeper, _event(env)) is None
+    assert answered > 100
+    # A document in pieces is never answered by the lane.
+    long_doc = StoreItem.document("word " * 100_000)
+    pieces = envelopes(long_doc)
+    assert len(pieces) > 1
+    assert all(Keeper(MetaFilter()).quick_hit(_event(env)) is None for env in pieces)
+
+
+def test_the_quick_hit_leaves_odd_members_to_the_general_path() -> None:
+    env = envelopes(StoreItem.learning("x", LearningKind.FACT, 0.5))[0]
+    keeper = Keeper(MetaFilter())
+    good = _event(env)
+    assert keeper.quick_hit(good) is not None
+    part = json.loads(good["context"]["labels"][-1][len("tm:e:00:") :])
+    for changes in (
+        {"confidence": 1},  # an int: to_f32 decides
+        {"confidence": 1e39},  # past float32: an infinity, read by to_f32
+        {"confidence": "x"},
+        {"learning_kind": "bogus"},
+        {"title": 5},
+        {"ws": "w"},
+        {"v": 2},
+        {"v": True},
+        {"meta": {"turns": {"first": 0, "last": 1}}},
+        {"unknown": 1},
+    ):
+        changed = dict(good)
+        labels = list(good["context"]["labels"])
+        labels[-1] = "tm:e:00:" + json.dumps({**part, **changes})
+        changed["context"] = {"labels": labels}
+        assert keeper.quick_hit(changed) is None, changes
+    for missing in ("v", "id", "kind", "text", "meta"):
+        labels = list(good["context"]["labels"])
+        labels[-1] = "tm:e:00:" + json.dumps({k: v for k, v in part.items() if k != missing})
+        assert keeper.quick_hit({**good, "context": {"labels": labels}}) is None, missing

@@ -168,7 +168,10 @@ def test_bodies_stop_at_the_cap_and_memory_stays_bounded(
     assert isinstance(result, EngineError), result
     assert f"exceeds the limit of {SUCCESS_CAP} bytes" in result.message
     # The cap counts decoded bytes as they are kept; nothing past it is ever held.
-    assert peak < SUCCESS_CAP + 8 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB"
+    # The body is gathered in a buffer reserved at the cap outside the Python heap
+    # (a memory map, fixed in size: tests/transport/test_body_memory.py measures
+    # its resident pages), so the heap holds only pieces in flight.
+    assert peak < 8 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB"
     assert seconds < 35.0
 
 

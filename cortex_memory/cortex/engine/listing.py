@@ -15,7 +15,7 @@ sorting after it.
 from __future__ import annotations
 
 import builtins
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from cortex_memory.contract.engine import in_request_order
 from cortex_memory.contract.filter import MetaFilter
@@ -32,6 +32,7 @@ from cortex_memory.cortex.envelope.labels import narrowing
 from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
 from cortex_memory.cortex.envelope.rebuild import rebuild, rebuild_whole
 from cortex_memory.cortex.envelope.scopes import parse_scope
+from cortex_memory.cortex.log.read import event_id
 from cortex_memory.cortex.log.sizes import PAGE_LIMIT, WALK_PAGES
 from cortex_memory.cortex.timing import Deadline
 from cortex_memory.errors import EngineError, InvalidRequestError
@@ -130,10 +131,19 @@ def list_items(
         offset, last = cursor.offset, cursor.last
         admit = walk.admit
         keeper = walk.keeper(scope.kind)
+        quick_hit = keeper.quick_hit
+        seen = walk.seen
         entries = walk.entries
+        previous: object = None
         for position in range(offset, len(items)):
             event = items[position]
             offset = position + 1
+            if event is previous:
+                # The same object again (a listing's repeated copy, parsed once):
+                # its id is the one just seen, so it would be skipped below, or,
+                # without a string id, never admitted.
+                continue
+            previous = event
             # event_id(event), written out: it runs for every event listed.
             eid = event.get("id") if type(event) is dict else None
             if type(eid) is not str:
@@ -141,10 +151,17 @@ def list_items(
             elif eid == last:
                 continue
             last = eid
-            admit(scope, keeper, event)
+            # A common event (a whole learning or document the filter keeps) is
+            # read in one pass; any other goes through admit, which decides.
+            found = quick_hit(event)
+            if found is None:
+                admit(scope, keeper, event)
+            elif found.id not in seen:
+                seen.add(found.id)
+                entries.append((found, None))
             if len(entries) >= req.limit:
                 following = _next_cursor(
-                    scopes, index, cursor, page.next_cursor, offset, len(items), last
+                    scopes, index, cursor, page.next_cursor, _unread(items, offset, last), last
                 )
                 break
         else:
@@ -160,7 +177,27 @@ def list_items(
         else [ready for ready, _ in walk.entries if ready is not None]
     )
     token = following.encode() if following is not None and following.scope is not None else None
-    return ListPage(tuple(hits), token)
+    # ListPage(tuple(hits), token), its fields set directly: every item is a Hit
+    # built here (whole_hit, quick_hit, hit) and the token is encode()'s str or
+    # None, so its checks (a tuple of Hit, an optional str) could not fail or
+    # change anything.
+    out = object.__new__(ListPage)
+    fields = out.__dict__
+    fields["items"] = tuple(hits)
+    if token is not None:
+        fields["next_cursor"] = token
+    return out
+
+
+def _unread(items: List[Any], offset: int, last: Optional[str]) -> Optional[int]:
+    """The offset to resume this page at, or None when nothing in the rest of it could
+    be admitted: every event left is a copy of ``last`` (skipped on resume) or has no
+    string id (never admitted). The usual case: the page filled at an item whose
+    repeated copy ends the server's page."""
+    for position in range(offset, len(items)):
+        if event_id(items[position]) not in (last, None):
+            return offset
+    return None
 
 
 def _next_cursor(
@@ -168,13 +205,13 @@ def _next_cursor(
     index: int,
     cursor: ListCursor,
     next_page: Optional[str],
-    offset: int,
-    count: int,
+    offset: Optional[int],
     last: Optional[str],
 ) -> ListCursor:
-    """Where the next call resumes once the page of results is full (scope None = the end)."""
+    """Where the next call resumes once the page of results is full (scope None = the
+    end); ``offset`` None: this page has nothing more to give."""
     scope = scopes[index].path
-    if offset < count:
+    if offset is not None:
         return ListCursor(scope, cursor.engine, offset, last)
     if next_page is not None:
         return ListCursor(scope, next_page, 0, last)

@@ -10,6 +10,17 @@ The transport asks for ``Accept-Encoding: identity``; a server that compresses
 anyway is decoded here, in bounded steps, and the caps count the **decoded**
 bytes, so a small compressed body cannot inflate past them.
 
+Memory: a success read never holds more than ``cap + 1`` bytes of body. Each
+step asks the socket (or the inflater, as ``max_length``) for no more than is
+left before ``cap + 1``, so the step that proves a body too large ends one byte
+past the cap instead of a whole piece past it. A body of several pieces is
+written into one buffer reserved at its final capacity (the declared length,
+else ``cap + 1``), an anonymous memory map whose pages cost memory only once
+written: it never grows, so it is never copied. (A ``bytearray`` grows by
+``realloc``, which copies the body when the allocator keeps it in its heap: in a
+process whose allocator had earlier handed out and freed a large block, a body
+growing to the cap peaked 22 MiB over it.)
+
 Between pieces the exchange's :class:`~.watchdog.Watch` is consulted; when it
 has expired the read stops as a timeout. A connection whose body was read to
 the end is released to the pool; one abandoned early is closed (never drained).
@@ -20,6 +31,7 @@ messages that name the route and host.
 
 from __future__ import annotations
 
+import mmap
 import zlib
 from typing import Any, Iterator, List, Optional, Tuple, Union
 
@@ -40,8 +52,9 @@ __all__ = [
     "read_success_body",
 ]
 
-RawBody = Union[bytes, bytearray]
-"""A body as read: ``bytes``, or a ``bytearray`` when it came in several pieces."""
+RawBody = Union[bytes, bytearray, memoryview]
+"""A body as read: ``bytes`` when it came in one piece; else a ``memoryview`` of the
+buffer it was gathered in (a ``bytearray`` where no memory map can be made)."""
 
 SUCCESS_CAP = 64 * 1024 * 1024
 """Largest success body kept, in decoded bytes (64 MiB)."""
@@ -51,6 +64,11 @@ ERROR_CAP = 64 * 1024
 
 PIECE = 64 * 1024
 """Bytes asked of the socket (and produced by the inflater) per step."""
+
+_COMPRESSED_PIECE = 8 * 1024
+# Compressed bytes asked of the socket per step. Small: zlib keeps what it has not
+# inflated yet (a copy, while a step's output is bounded) beside the piece itself,
+# and a piece of a highly compressed body inflates to many output steps anyway.
 
 
 class BodyTimeout(Exception):
@@ -75,12 +93,18 @@ class BodyTooLarge(Exception):
 
 
 class _Inflater:
-    """Bounded gzip / deflate decoding: no step yields more than :data:`PIECE` bytes."""
+    """Bounded gzip / deflate decoding: no step yields more than ``limit`` bytes.
+
+    ``limit`` is :data:`PIECE` unless the reader lowers it (to what is left
+    before its cap) between steps; zlib then keeps the rest of its input for
+    the next step instead of inflating it.
+    """
 
     def __init__(self, coding: str) -> None:
         self._gzip = coding == "gzip"
         self._first = True
         self._obj = self._new()
+        self.limit = PIECE
 
     def _new(self, raw: bool = False) -> Any:
         if self._gzip:
@@ -92,24 +116,24 @@ class _Inflater:
             if self._first and not self._gzip:
                 self._first = False
                 try:
-                    out = self._obj.decompress(data, PIECE)
+                    out = self._obj.decompress(data, self.limit)
                 except zlib.error:
                     # "deflate" is often sent raw, without the zlib wrapper.
                     self._obj = self._new(raw=True)
-                    out = self._obj.decompress(data, PIECE)
+                    out = self._obj.decompress(data, self.limit)
             else:
                 self._first = False
-                out = self._obj.decompress(data, PIECE)
+                out = self._obj.decompress(data, self.limit)
             yield out
             while True:
                 while self._obj.unconsumed_tail:
-                    yield self._obj.decompress(self._obj.unconsumed_tail, PIECE)
+                    yield self._obj.decompress(self._obj.unconsumed_tail, self.limit)
                 if not (self._gzip and self._obj.eof and self._obj.unused_data):
                     break
                 # A further gzip member follows.
                 rest = self._obj.unused_data
                 self._obj = self._new()
-                yield self._obj.decompress(rest, PIECE)
+                yield self._obj.decompress(rest, self.limit)
         except zlib.error as exc:
             raise BodyUndecodable("the compressed body is corrupt") from exc
 
@@ -152,15 +176,29 @@ def discard(response: Any) -> None:
         response.release_conn()
 
 
-def _pieces(response: Any, watch: Watch) -> Iterator[bytes]:
-    """Raw pieces of the body until it ends; raises BodyTimeout / BodyCut."""
+class _Room:
+    """What a read may still take: ``left`` bytes (the reader lowers it as it keeps them)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+
+def _pieces(
+    response: Any, watch: Watch, room: Optional[_Room] = None, most: int = PIECE
+) -> Iterator[bytes]:
+    """Raw pieces of the body until it ends, none longer than ``most``, nor than
+    ``room.left`` when given; raises BodyTimeout / BodyCut."""
     while True:
         if watch.expired():
             raise BodyTimeout()
-        # Ask for no more than the declared length still due: http.client
-        # allocates the whole buffer it is asked for.
+        # Ask for no more than the declared length still due (http.client
+        # allocates the whole buffer it is asked for), nor than the room left.
         due = getattr(response, "length_remaining", None)
-        amount = PIECE if due is None or due <= 0 or due > PIECE else due
+        amount = most if due is None or due <= 0 or due > most else due
+        if room is not None and room.left < amount:
+            amount = room.left
         try:
             raw = response.read(amount, decode_content=False)
         except Exception as exc:
@@ -180,13 +218,54 @@ def _pieces(response: Any, watch: Watch) -> Iterator[bytes]:
             return  # the declared length is complete: no need to ask for the end
 
 
+class _Gathered:
+    """The pieces of a body in one buffer reserved at ``capacity`` bytes, never moved.
+
+    An anonymous memory map: its pages take memory only once written, so
+    reserving the cap costs nothing, and the body is never copied to grow. Where
+    no map can be made (a system refusing to reserve the address space), a
+    ``bytearray`` that grows as pieces arrive.
+    """
+
+    __slots__ = ("_buffer", "_map", "size")
+
+    def __init__(self, capacity: int, first: bytes) -> None:
+        self._map: Optional[mmap.mmap] = None
+        self._buffer: Optional[bytearray] = None
+        try:
+            self._map = mmap.mmap(-1, capacity)
+        except OSError:
+            self._buffer = bytearray()
+        self.size = 0
+        self.add(first)
+
+    def add(self, piece: bytes) -> None:
+        """Append ``piece`` (the caller keeps the total within the capacity)."""
+        end = self.size + len(piece)
+        if self._map is not None:
+            self._map[self.size : end] = piece
+        else:
+            assert self._buffer is not None
+            self._buffer += piece
+        self.size = end
+
+    def body(self) -> RawBody:
+        """The bytes gathered (a view of the map: no copy)."""
+        if self._map is not None:
+            return memoryview(self._map)[: self.size]
+        assert self._buffer is not None
+        return self._buffer
+
+
 def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> RawBody:
     """Read a 2xx body under ``cap`` decoded bytes.
 
     A body that came in one piece is that piece (``bytes``); a longer one is
-    gathered in one ``bytearray`` as it arrives, so the memory held stays about
-    the body's size (joining a list of pieces at the end would briefly hold the
-    body twice, up to twice the cap).
+    gathered in one buffer reserved at its final capacity (:class:`_Gathered`)
+    and returned as a ``memoryview`` of it, so the memory held stays the body's
+    size: no piece list joined at the end (twice the body), no buffer copied to
+    grow. No step takes more than is left before ``cap + 1`` bytes, so a body
+    over the cap is refused holding at most ``cap + 1`` bytes of it.
 
     Raises :class:`BodyTooLarge` (declared or actual size over the cap),
     :class:`BodyCut`, :class:`BodyTimeout` or :class:`BodyUndecodable`. The
@@ -201,26 +280,40 @@ def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> Ra
         if not supported:
             raise BodyUndecodable("unsupported content encoding")
         inflater = _Inflater(coding) if coding else None
+        # Identity: the socket is asked for at most room.left; compressed: the
+        # inflater is (its limit), and the socket for small compressed pieces.
+        room = _Room(cap + 1)
         first = b""
-        gathered: Optional[bytearray] = None
+        gathered: Optional[_Gathered] = None
         total = 0
-        for raw in _pieces(response, watch):
+        pieces = (
+            _pieces(response, watch, room)
+            if inflater is None
+            else _pieces(response, watch, None, _COMPRESSED_PIECE)
+        )
+        for raw in pieces:
             for piece in inflater.feed(raw) if inflater else (raw,):
-                if total + len(piece) > cap:
+                total += len(piece)
+                if total > cap:
                     raise BodyTooLarge(cap)
                 if gathered is not None:
-                    gathered += piece
+                    gathered.add(piece)
                 elif not first:
                     first = piece
                 elif piece:
-                    gathered = bytearray(first)
-                    gathered += piece
+                    # Without a coding the body ends at its declared length
+                    # (http.client reads no further); else it ends by the cap.
+                    capacity = declared if declared is not None and inflater is None else cap
+                    gathered = _Gathered(capacity, first)
+                    gathered.add(piece)
                     first = b""
-                total += len(piece)
+                room.left = cap + 1 - total
+                if inflater is not None:
+                    inflater.limit = min(PIECE, room.left)
         complete = True
         if inflater is not None:
             inflater.finish()
-        return gathered if gathered is not None else first
+        return gathered.body() if gathered is not None else first
     finally:
         if complete:
             response.release_conn()

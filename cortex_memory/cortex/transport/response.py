@@ -81,9 +81,17 @@ def _reject_constant(name: str) -> object:
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
+def _text(raw: RawBody) -> str:
+    """What json.loads does with bytes before it parses: detect UTF-8/16/32, decode.
+
+    A body gathered in pieces is a memoryview, which has no ``decode``; ``str()``
+    decodes any buffer, and the encoding follows from the first four bytes.
+    """
+    return str(raw, json.detect_encoding(bytes(raw[:4])), "surrogatepass")
+
+
 def _parse_json(raw: RawBody) -> object:
-    # What json.loads does with bytes: detect UTF-8/16/32 and decode, then parse.
-    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+    return _DECODER.decode(_text(raw))
 
 
 # -- listings: a run of identical array elements parsed once ---------------------------
@@ -119,7 +127,7 @@ class _Irregular(Exception):
 
 
 def _parse_listing(raw: RawBody) -> object:
-    text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+    text = _text(raw)
     try:
         at = _skip(text, 0)
         if text[at : at + 1] != "{":
