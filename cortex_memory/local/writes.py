@@ -95,23 +95,20 @@ def _write_all(
     batch: Sequence[Prepared],
     fts: bool,
     model: Optional[int],
+    *,
+    one_by_one: bool = False,
 ) -> List[StoreReceipt]:
-    receipts, fresh, first = _fresh(conn, tenant, batch)
-    insert_many(conn, tenant, fresh, first, fts=fts, model=model)
-    _count(conn, fresh, fts)
-    return receipts
+    """Write the batch's fresh items with one statement per table; receipts in item order.
 
-
-def _write_one_by_one(
-    conn: sqlite3.Connection,
-    tenant: str,
-    batch: Sequence[Prepared],
-    fts: bool,
-    model: Optional[int],
-) -> List[StoreReceipt]:
-    # The slow path, taken only when the batched statements failed: find the
-    # item that fails, keeping the ones before it.
+    ``one_by_one`` is the slow path, taken only when the batched statements
+    failed: each item is written alone, to find the one that fails
+    (:class:`_ItemFailed`), keeping the ones before it.
+    """
     receipts, fresh, first = _fresh(conn, tenant, batch)
+    if not one_by_one:
+        insert_many(conn, tenant, fresh, first, fts=fts, model=model)
+        _count(conn, fresh, fts)
+        return receipts
     done: List[Prepared] = []
     for offset, item in enumerate(fresh):
         try:
@@ -156,7 +153,7 @@ def store_batch(
         pass
     try:
         with write_transaction(conn):
-            receipts = _write_one_by_one(conn, tenant, batch, fts, model)
+            receipts = _write_all(conn, tenant, batch, fts, model, one_by_one=True)
             return _replace(conn, tenant, replacing, receipts, fts)
     except _ItemFailed as failed:
         if failed.index > 0:
