@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterable, Optional, Tuple
 
 from cortex_memory.contract._coerce import (
     enum_member,
@@ -34,6 +34,7 @@ from cortex_memory.contract._read import (
     opt_bool,
     opt_timestamp,
 )
+from cortex_memory.contract._wire import OPT_TEXT, TEXT, Shape, Wire
 from cortex_memory.contract.jsonfmt import format_timestamp, parse_timestamp
 from cortex_memory.contract.namespace import Namespace
 from cortex_memory.errors import Error, InvalidRequestError
@@ -159,31 +160,13 @@ class ToolCallRef:
 
 
 @dataclass(frozen=True)
-class ObservedActor:
+class ObservedActor(Wire):
     """Who said it when not the owner ↔ ``{id, name?}``; ``id`` is ``type:id``."""
+
+    _SHAPE: ClassVar[Shape] = Shape.of("meta.observed_actor", id=TEXT, name=OPT_TEXT)
 
     id: str
     name: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        req_str(self, "id", self.id)
-        opt_str(self, "name", self.name)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{id, name?}``."""
-        out: Dict[str, Any] = {"id": self.id}
-        if self.name is not None:
-            out["name"] = self.name
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> ObservedActor:
-        """Read ``{id, name?}``."""
-        o = obj(value, "meta.observed_actor")
-        return cls(
-            get_str(o, "id", "meta.observed_actor"),
-            get_opt_str(o, "name", "meta.observed_actor"),
-        )
 
 
 _SOURCE_OF_KIND = {kind: Source(kind) for kind in SourceKind}
