@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import List
 
 import urllib3
@@ -127,11 +128,18 @@ def test_knobs_change_while_threads_run() -> None:
         threads = [threading.Thread(target=reader) for _ in range(4)]
         for thread in threads:
             thread.start()
-        for _ in range(50):
+        # Flip the knobs until the readers have sent a good number of requests
+        # (at least 50 flips), so the flips land while requests are in flight even
+        # on a loaded machine; bounded in time.
+        give_up = time.monotonic() + 30
+        flips = 0
+        while (flips < 50 or len(statuses) < 50) and time.monotonic() < give_up:
             double.state.fail_all = (503, "UNAVAILABLE")
             double.state.fail_all = None
             with double.state.lock:
                 double.state.rate_limit_events = 1
+            flips += 1
+            time.sleep(0.0005)
         stop.set()
         for thread in threads:
             thread.join(30)
