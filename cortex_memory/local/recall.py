@@ -27,6 +27,7 @@ When nothing ranks, the answer is :data:`NOTHING_FOUND` with no citations.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -81,6 +82,10 @@ DUPLICATE_OVERLAP = 0.7
 # How the parts of a sentence's score add up (they sum to 1).
 _TERMS, _VECTOR, _RANK = 0.55, 0.30, 0.15
 _ASKS = 0.5  # factor for a sentence that asks
+# Sentence ends an answer keeps as they are; a CJK sentence without one gets
+# the ideographic full stop, any other the Latin one.
+_ENDS = ".!?…\u3002\uff01\uff1f"
+_CJK_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
 _ANSWERS = 1.2  # factor for a sentence of the turn right after a question
 
 
@@ -129,7 +134,7 @@ def passages(item: StoreItem) -> List[Passage]:
         for turn in item.turns:
             said = _pieces(turn.text, previous_asked)
             out.extend(said)
-            previous_asked = bool(said) and said[-1].text.rstrip().endswith("?")
+            previous_asked = bool(said) and said[-1].text.rstrip().endswith(("?", "\uff1f"))
         return out
     if isinstance(item, Learning):
         return _pieces(item.text)
@@ -144,7 +149,9 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _ending(sentence: str) -> str:
-    return sentence if sentence[-1:] in ".!?…" else sentence + "."
+    if sentence[-1:] in _ENDS:
+        return sentence
+    return sentence + ("\u3002" if _CJK_END.search(sentence) else ".")
 
 
 def _content(words: Sequence[str]) -> FrozenSet[str]:

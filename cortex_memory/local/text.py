@@ -48,7 +48,15 @@ MAX_QUERY_WORDS = 64
 # ``[^\W_]`` is exactly "alphanumeric" as ``str.isalnum`` means it: ``\w`` is
 # alphanumeric or ``_`` in a str pattern.
 _WORD = re.compile(r"[^\W_]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A Latin full stop ends a sentence only before white space ("3.5", "e.g.x"
+# stay whole); the CJK ones (。！？ and their full-width forms) end it where they
+# stand, since CJK text puts no space after them, unless a closing quote or
+# bracket follows.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+"
+    r"|(?<=[\u3002\uff01\uff1f\uff61])(?![\u300d\u300f\uff09\u201d\u2019\u3009\u300b\u3011])\s*"
+    r"|(?<=[\u3002\uff01\uff1f\uff61][\u300d\u300f\uff09\u201d\u2019\u3009\u300b\u3011])\s*"
+)
 _SPACES = re.compile(r"\s+")
 
 #: Common English words a query leaves out when it has any other word. The
@@ -184,7 +192,7 @@ def prose_lines(text: str) -> List[str]:
 
 
 def split_sentences(line: str) -> List[str]:
-    """One line's sentences: split at ``.``, ``!`` or ``?`` followed by white space."""
+    """One line's sentences: split after ``.!?`` and white space, or right after ``。！？``."""
     return [part.strip() for part in _SENTENCE_END.split(line) if part.strip()]
 
 

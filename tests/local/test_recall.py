@@ -177,3 +177,12 @@ def test_passages_by_kind() -> None:
         ("a b? c d?", True, False), ("e f", False, True),
     ]
     assert texts(StoreItem.learning("x y", LearningKind.FACT, 0.5)) == ["x y"]
+
+
+def test_a_cjk_answer_keeps_its_own_full_stop(engine: LocalEngine) -> None:
+    engine.store(StoreItem.document("北京是中国的首都。人口超过两千万"))
+    answer = engine.recall(RecallRequest("北京是中国的首都吗？", 3))
+    assert answer.answer != NOTHING_FOUND
+    # Sentences are cut at 。, and one without an end gets 。, never a Latin ".".
+    assert "." not in answer.answer
+    assert answer.answer.endswith("\u3002")

@@ -53,6 +53,17 @@ def test_lines_and_sentences() -> None:
     assert len(sentences("A. " * 100, limit=5)) == 5
 
 
+def test_cjk_sentences_end_at_their_own_stops() -> None:
+    # CJK text puts no space after 。！？: each still ends a sentence, a
+    # closing quote stays with the sentence it closes, and "3.5" stays whole.
+    assert sentences("北京是中国的首都。人口超过两千万！你好吗？好") == [
+        "北京是中国的首都。", "人口超过两千万！", "你好吗？", "好",
+    ]
+    assert sentences("他说：“走吧。”然后离开了。 Version 3.5 ships. Next") == [
+        "他说：“走吧。”", "然后离开了。", "Version 3.5 ships.", "Next",
+    ]
+
+
 def test_jaccard() -> None:
     assert jaccard(frozenset(), frozenset()) == 0.0
     assert jaccard(frozenset("ab"), frozenset("bc")) == 1 / 3
