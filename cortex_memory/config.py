@@ -37,11 +37,19 @@ import os
 import types
 import warnings
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
-from urllib.parse import urlsplit
 
+from cortex_memory._config_rules import (
+    NETWORK_FIELDS,
+    NOT_UNICODE,
+    TLS_FILES,
+    check_settings,
+    encodable,
+    has_control,
+    kind_of,
+    looks_secret,
+)
 from cortex_memory._config_text import parse_json, parse_toml, read_text
 from cortex_memory.errors import ConfigError
 
@@ -54,127 +62,12 @@ __all__ = ["ConfigWarning", "DEFAULT_ENGINE", "EngineSettings", "MemoryConfig"]
 #: The engine ``MemoryConfig()`` selects (README decision 9).
 DEFAULT_ENGINE = "tinyhumans"
 
-# Field names that look like a credential. Compared after lowercasing and
-# dropping "_" and "-", so "api_key", "API-Key" and "apikey" all match, as do
-# names ending in one of the endings ("tinyhumans_token", "access_key") but not
-# look-alikes such as "max_tokens".
-_SECRET_NAMES = frozenset({"key", "auth", "authorization", "jwt", "cookie"})
-_SECRET_ENDINGS = (
-    "token", "apikey", "accesskey", "secretkey", "privatekey", "secret", "password",
-    "passwd", "credential", "credentials", "bearer",
-)
-
 StrPath = Union[str, "os.PathLike[str]"]
 
 
 class ConfigWarning(UserWarning):
     """A config held something that is ignored: an unknown (perhaps misspelt) field or
     engine table, or a credential-looking field."""
-
-
-def _kind_of(value: object) -> str:
-    """The TOML/JSON name of a parsed value's type, for messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "a table"
-    if isinstance(value, (datetime, date, time)):
-        return "a date or time"
-    return type(value).__name__
-
-
-def _looks_secret(name: str) -> bool:
-    flat = name.lower().replace("_", "").replace("-", "")
-    return flat in _SECRET_NAMES or flat.endswith(_SECRET_ENDINGS)
-
-
-_NOT_UNICODE = "must be valid Unicode text (it holds a lone surrogate)"
-
-
-def _encodable(text: str) -> bool:
-    """False for text holding a lone surrogate, which no file system or URL can carry."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _has_control(text: str) -> bool:
-    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in text)
-
-
-def _carries_user(url: str) -> bool:
-    text = url.strip()
-    if "://" not in text:
-        # A bare "user:password@host:port" proxy would otherwise parse as a scheme.
-        text = "http://" + text
-    try:
-        parts = urlsplit(text)
-        return parts.username is not None or parts.password is not None or "@" in parts.netloc
-    except ValueError:
-        # Not a URL at all: the engine reports that, naming its own rule.
-        return False
-
-
-def _check_settings(
-    where: str,
-    endpoint: Optional[str],
-    path: Optional[str],
-    embedder: Optional[str] = None,
-    network: Mapping[str, Optional[str]] = types.MappingProxyType({}),
-) -> None:
-    """Value rules shared by the constructor and the loaders; ``where`` names the owner.
-
-    ``network`` holds ``proxy`` and the TLS file paths. No message quotes a value.
-    """
-    fields = {"endpoint": endpoint, "path": path, "embedder": embedder, **network}
-    for name, value in fields.items():
-        if value is not None and not _encodable(value):
-            raise ConfigError(f"{where}.{name} {_NOT_UNICODE}")
-    if embedder is not None and (not embedder.strip() or _has_control(embedder)):
-        raise ConfigError(f"{where}.embedder must be a name such as `ngram` or `semantic`")
-    for name, url in (("endpoint", endpoint), ("proxy", network.get("proxy"))):
-        if url is None:
-            continue
-        if _has_control(url):
-            raise ConfigError(f"{where}.{name} must not contain control characters")
-        if _carries_user(url):
-            # The value is not quoted: the user part may be a key.
-            where_from = (
-                "credentials come from the environment, never from a config"
-                if name == "endpoint"
-                else "proxy credentials come from the environment (HTTPS_PROXY) or "
-                "the code (Network), never from a config"
-            )
-            raise ConfigError(
-                f"{where}.{name} must not carry a user name or password; {where_from}"
-            )
-    if path is not None and "\x00" in path:
-        raise ConfigError(f"{where}.path must not contain a NUL character")
-    for name in _TLS_FILES:
-        file = network.get(name)
-        if file is None:
-            continue
-        if "\x00" in file:
-            raise ConfigError(f"{where}.{name} must not contain a NUL character")
-        if "-----BEGIN" in file:
-            raise ConfigError(f"{where}.{name} must be the path of a PEM file, not its contents")
-
-
-# The TLS settings that name files (paths, never secrets).
-_TLS_FILES = ("ca_certs", "client_cert", "client_key")
-_NETWORK_FIELDS = ("proxy", *_TLS_FILES)
 
 
 @dataclass(frozen=True)
@@ -211,7 +104,7 @@ class EngineSettings:
     client_key: Optional[str] = None
 
     def __post_init__(self) -> None:
-        for name in _NETWORK_FIELDS:
+        for name in NETWORK_FIELDS:
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise TypeError(
@@ -235,18 +128,18 @@ class EngineSettings:
             if not isinstance(path, str):
                 raise TypeError("EngineSettings.path must be a text path, not bytes")
             object.__setattr__(self, "path", path)
-        _check_settings(
+        check_settings(
             "EngineSettings", self.endpoint, self.path, self.embedder, self.network_fields()
         )
 
     def network_fields(self) -> Dict[str, Optional[str]]:
         """``proxy``, ``ca_certs``, ``client_cert`` and ``client_key``, by name."""
-        return {name: getattr(self, name) for name in _NETWORK_FIELDS}
+        return {name: getattr(self, name) for name in NETWORK_FIELDS}
 
     def to_dict(self) -> Dict[str, str]:
         """The settings as a JSON/TOML table (unset fields omitted)."""
         out: Dict[str, str] = {}
-        for name in ("endpoint", "path", "embedder", *_NETWORK_FIELDS):
+        for name in ("endpoint", "path", "embedder", *NETWORK_FIELDS):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -396,7 +289,7 @@ def _load(data: Any, where: str, base: Optional[Path]) -> MemoryConfig:
 
 
 _TOP_FIELDS = ("engine", "engines")
-_SETTING_FIELDS = ("endpoint", "path", "embedder", *_NETWORK_FIELDS)
+_SETTING_FIELDS = ("endpoint", "path", "embedder", *NETWORK_FIELDS)
 
 
 def _shown(name: object) -> str:
@@ -404,7 +297,7 @@ def _shown(name: object) -> str:
     text = name if isinstance(name, str) else str(name)
     if len(text) > 64:
         text = text[:64] + "…"
-    if _has_control(text) or not _encodable(text):
+    if has_control(text) or not encodable(text):
         text = repr(text)[1:-1]
     return text
 
@@ -417,7 +310,7 @@ def _guess(name: str, choices: Sequence[str]) -> str:
 def _note_unknown(path: str, name: object, choices: Sequence[str], notes: List[str]) -> None:
     """Say that field ``name`` (under ``path``) is ignored, and why; never its value."""
     shown = path + _shown(name)
-    if isinstance(name, str) and _looks_secret(name):
+    if isinstance(name, str) and looks_secret(name):
         notes.append(
             f"field `{shown}` is ignored: a config never holds a credential; "
             "credentials come from the environment or the host's secret store"
@@ -429,22 +322,22 @@ def _note_unknown(path: str, name: object, choices: Sequence[str], notes: List[s
 
 def _read(data: Any, where: str, base: Optional[Path], notes: List[str]) -> MemoryConfig:
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}the config must be a table, not {_kind_of(data)}")
+        raise ConfigError(f"{where}the config must be a table, not {kind_of(data)}")
     for name in data:
         if name not in _TOP_FIELDS:
             _note_unknown("", name, _TOP_FIELDS, notes)
     engine = data.get("engine", DEFAULT_ENGINE)
     if not isinstance(engine, str):
-        raise ConfigError(f"{where}engine must be a string, not {_kind_of(engine)}")
+        raise ConfigError(f"{where}engine must be a string, not {kind_of(engine)}")
     if not engine.strip():
         raise ConfigError(f"{where}engine must not be blank")
-    if not _encodable(engine):
-        raise ConfigError(f"{where}engine {_NOT_UNICODE}")
+    if not encodable(engine):
+        raise ConfigError(f"{where}engine {NOT_UNICODE}")
     tables = data.get("engines")
     if tables is None:
         tables = {}
     if not isinstance(tables, Mapping):
-        raise ConfigError(f"{where}engines must be a table, not {_kind_of(tables)}")
+        raise ConfigError(f"{where}engines must be a table, not {kind_of(tables)}")
     # Imported here: the registry imports this module.
     from cortex_memory.registry import engine_ids
 
@@ -471,7 +364,7 @@ def _read_settings(
     if table is None:
         return _NO_SETTINGS
     if not isinstance(table, Mapping):
-        raise ConfigError(f"{where}{name} must be a table, not {_kind_of(table)}")
+        raise ConfigError(f"{where}{name} must be a table, not {kind_of(table)}")
     for key in table:
         if key not in _SETTING_FIELDS:
             _note_unknown(f"{_shown(name)}.", key, _SETTING_FIELDS, notes)
@@ -479,18 +372,18 @@ def _read_settings(
     for key in _SETTING_FIELDS:
         value = table.get(key)
         if value is not None and not isinstance(value, str):
-            raise ConfigError(f"{where}{name}.{key} must be a string, not {_kind_of(value)}")
+            raise ConfigError(f"{where}{name}.{key} must be a string, not {kind_of(value)}")
         values[key] = value
     endpoint, path, embedder = values["endpoint"], values["path"], values["embedder"]
-    network = {key: values[key] for key in _NETWORK_FIELDS}
+    network = {key: values[key] for key in NETWORK_FIELDS}
     try:
-        _check_settings(name, endpoint, path, embedder, network)
+        check_settings(name, endpoint, path, embedder, network)
     except ConfigError as exc:
         raise ConfigError(where + exc.message) from None
     if base is not None:
         if path is not None:
             path = _relative_to(base, path)
-        for key in _TLS_FILES:
+        for key in TLS_FILES:
             file = network[key]
             if file is not None:
                 network[key] = _relative_to(base, file)
