@@ -28,14 +28,7 @@ from cortex_memory.contract.content import (
     UriBody,
 )
 from cortex_memory.contract.deadline import Deadline, DeadlineLike
-from cortex_memory.contract.descriptor import (
-    Consolidation,
-    EngineDescriptor,
-    EngineHealth,
-    HealthState,
-)
-from cortex_memory.contract.engine import (
-    MemoryEngine,
+from cortex_memory.contract.defaults import (
     cursor_from_offset,
     deadline_keywords,
     explore_by_listing,
@@ -46,6 +39,13 @@ from cortex_memory.contract.engine import (
     in_request_order,
     offset_from_cursor,
 )
+from cortex_memory.contract.descriptor import (
+    Consolidation,
+    EngineDescriptor,
+    EngineHealth,
+    HealthState,
+)
+from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.erase import EraseReport, EraseRequest
 from cortex_memory.contract.explore import Bucket, ExplorePage, ExploreRequest
 from cortex_memory.contract.facet import Facet

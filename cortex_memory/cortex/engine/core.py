@@ -18,8 +18,9 @@ from cortex_memory.contract.consolidation import (
     ConsolidateReceipt,
     ConsolidateRequest,
 )
+from cortex_memory.contract.defaults import forget_within_ids
 from cortex_memory.contract.descriptor import Consolidation, EngineDescriptor, EngineHealth
-from cortex_memory.contract.engine import MemoryEngine, forget_within_ids
+from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.erase import EraseReport, EraseRequest
 from cortex_memory.contract.explore import ExplorePage, ExploreRequest
 from cortex_memory.contract.forget import ForgetReport, ForgetTarget

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
-from cortex_memory.contract.engine import explore_page_of
+from cortex_memory.contract.defaults import explore_page_of
 from cortex_memory.contract.explore import ExplorePage, ExploreRequest
 from cortex_memory.contract.facet import Facet
 from cortex_memory.cortex.engine.context import EngineContext

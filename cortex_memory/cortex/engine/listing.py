@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from cortex_memory.contract.engine import in_request_order
+from cortex_memory.contract.defaults import in_request_order
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.items import ItemId, ItemKind
 from cortex_memory.contract.namespace import Namespace
