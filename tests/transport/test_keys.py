@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -76,3 +77,35 @@ def test_query_string_keeps_repeated_names() -> None:
         query_string([("scope", "app:x"), ("labels", "tm:i:1"), ("labels", "tm:i:2")])
         == "scope=app%3Ax&labels=tm%3Ai%3A1&labels=tm%3Ai%3A2"
     )
+
+
+# Forked in a fresh interpreter: forking this (threaded) test process would
+# warn on Python 3.12+, and the child must start from a process that made claims.
+_FORK_SCRIPT = """
+import os, sys
+from cortex_memory.cortex.transport import fresh_claim
+print(fresh_claim(), flush=True)
+pid = os.fork()
+if pid == 0:
+    print("child", fresh_claim(), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+print(fresh_claim(), flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_forked_child_draws_its_own_salt_and_counter() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT], capture_output=True, text=True, timeout=60,
+        check=True,
+    ).stdout.split("\n")
+    parent, child, after = (CLAIM.fullmatch(line.split()[-1]) for line in out[:3])
+    assert out[1].startswith("child ")
+    assert parent is not None
+    assert child is not None
+    assert after is not None
+    assert child.group(1) != parent.group(1)  # a new salt, not the parent's
+    assert child.group(3) == "0"  # its own counter, from 0
+    assert after.group(1) == parent.group(1)  # the parent keeps its own
+    assert after.group(3) == "1"

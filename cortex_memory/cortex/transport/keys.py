@@ -3,7 +3,10 @@
 ``fresh_claim()`` returns a new ``Idempotency-Key`` for the hosted wire:
 ``tm-<16 hex salt>-<unix nanos>-<seq>``, where the salt is one random 64-bit
 value per process (drawn lazily under a lock the first time a claim is made,
-never at import) and ``seq`` a process-wide counter from 0. The body key
+never at import) and ``seq`` a process-wide counter from 0. A child made by
+``fork`` starts over, with a new lock, no salt and ``seq`` 0, so its claims
+never repeat its parent's (and a lock held by another thread at the fork
+cannot leave the child stuck). The body key
 (``tm3:`` + 56 hex) is derived from the request body and lives with the
 envelope code, not here.
 
@@ -13,6 +16,7 @@ _ ~`` with uppercase hex, so ``:``, ``/`` and ``,`` are encoded too.
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 import time
@@ -37,6 +41,18 @@ def fresh_claim() -> str:
         seq = _seq
         _seq += 1
     return f"tm-{salt}-{time.time_ns()}-{seq}"
+
+
+def _start_over() -> None:
+    # Runs in a forked child only: the parent's salt and counter are its own.
+    global _lock, _salt, _seq
+    _lock = threading.Lock()
+    _salt = None
+    _seq = 0
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_start_over)
 
 
 @lru_cache(maxsize=512)
