@@ -43,6 +43,7 @@ __all__ = [
     "default_config_path",
     "default_database_path",
     "ensure_data_dir",
+    "make_private_folders",
 ]
 
 #: The folder name used under every platform's data and config roots.
@@ -234,13 +235,32 @@ def config_path(
     return None
 
 
+def make_private_folders(folder: str) -> None:
+    """Create ``folder`` and every missing parent ``0o700`` (``os.makedirs`` gives the
+    parents the umask's default); folders already there are left as they are."""
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for each in reversed(missing):
+        try:
+            os.mkdir(each, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(each):
+                raise  # a file where a folder should be
+            # another process made it first
+
+
 def ensure_data_dir(
     env: Optional[Mapping[str, str]] = None, platform: Optional[str] = None
 ) -> Path:
     """Create the data folder if needed and return it.
 
-    On POSIX a folder created here is private to the user (mode ``0o700``);
-    memory content is personal. Raises
+    On POSIX every folder created here, the missing parents included, is
+    private to the user (mode ``0o700``); memory content is personal. Raises
     :class:`~cortex_memory.errors.ConfigError` when it cannot be created, or
     when ``platform`` is not the running one.
     """
@@ -249,7 +269,7 @@ def ensure_data_dir(
         raise ConfigError(f"cannot create a data folder for platform `{plat}` on `{sys.platform}`")
     folder = data_dir(env, plat)
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_folders(str(folder))
     except OSError as exc:
         raise ConfigError(
             f"cannot create the data folder {folder}: {exc.strerror or exc}"

@@ -154,8 +154,12 @@ def test_nothing_is_created_unless_asked(tmp_path: Path) -> None:
 @pytest.mark.skipif(os.name == "nt", reason="POSIX permissions")
 def test_created_data_folder_is_private(tmp_path: Path) -> None:
     env = {"CORTEX_MEMORY_HOME": str(tmp_path / "deep" / "cm")}
+    before = stat.S_IMODE(tmp_path.stat().st_mode)
     folder = paths.ensure_data_dir(env)
     assert stat.S_IMODE(folder.stat().st_mode) & 0o077 == 0
+    # The missing parent made on the way is private too; one already there is untouched.
+    assert stat.S_IMODE((tmp_path / "deep").stat().st_mode) & 0o077 == 0
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == before
     # Calling again is fine.
     assert paths.ensure_data_dir(env) == folder
 

@@ -30,6 +30,7 @@ import stat
 import warnings
 
 from cortex_memory.errors import ConfigError
+from cortex_memory.paths import make_private_folders
 
 __all__ = [
     "InsecureFileWarning",
@@ -103,7 +104,7 @@ def prepare_file(path: str, what: str) -> None:
     should be). Who may read an existing file is checked later, once it is
     claimed (:func:`warn_if_shared`).
     """
-    _make_folders(os.path.dirname(os.path.abspath(path)))
+    make_private_folders(os.path.dirname(os.path.abspath(path)))
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
     except FileExistsError:
@@ -111,25 +112,6 @@ def prepare_file(path: str, what: str) -> None:
     else:
         os.close(fd)
     _check_companions(path, what)
-
-
-def _make_folders(folder: str) -> None:
-    """Create ``folder`` and every missing parent ``0o700`` (``os.makedirs`` gives the
-    parents the umask's default)."""
-    missing = []
-    while not os.path.isdir(folder):
-        missing.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    for each in reversed(missing):
-        try:
-            os.mkdir(each, 0o700)
-        except FileExistsError:
-            if not os.path.isdir(each):
-                raise  # a file where a folder should be
-            # another process made it first
 
 
 def _check_existing(path: str, what: str) -> None:
