@@ -307,9 +307,8 @@ def _migrate_3(conn: sqlite3.Connection, use_fts: bool) -> None:
     CJK characters) and the ``*_fts_text`` views, and builds both keyword
     indexes again over the views (when this engine uses FTS5; otherwise they
     are left absent and built by the first engine that does). Nothing stored
-    changes. Vectors of the n-gram embedder made from CJK texts are dropped:
-    that embedder reads the same words as the index, so they are computed
-    again when the engine opens (``vectors.reembed``).
+    changes. Stored vectors are kept: the default n-gram embedder, which
+    reads the same words as the index, stores none (it embeds at query time).
     """
     for corpus in _FTS:
         conn.execute(f"DROP TABLE IF EXISTS {corpus.vocab}")
@@ -327,12 +326,6 @@ def _migrate_3(conn: sqlite3.Connection, use_fts: bool) -> None:
                 conn.executemany(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", segmented)
                 segmented.clear()
         conn.executemany(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", segmented)
-        dropped = conn.execute(
-            f"DELETE FROM {corpus.vectors} WHERE seq IN (SELECT seq FROM {corpus.cjk}) "
-            "AND model IN (SELECT key FROM embedders WHERE model_id LIKE 'ngram-%')"
-        ).rowcount
-        if dropped:
-            conn.execute("UPDATE stats SET value = value + 1 WHERE key = 'vector_epoch'")
     conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_ABSENT,))
     if use_fts:
         _create_fts(conn)
