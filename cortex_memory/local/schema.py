@@ -261,7 +261,8 @@ def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
     into its one new row, beliefs and their sources are copied; ``seq``
     values are preserved, and no ``seq`` an item ever had is given out
     again. The vectors are computed afterwards by the engine's embedder
-    (``vectors.reembed``).
+    (``vectors.reembed``). The old keyword index is dropped; the next step
+    (:func:`_migrate_3`, which always follows) builds the stemming one.
     """
     sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
     belief_columns = "seq, tenant, id, namespace, svc, key, miss, updated_us, text"
