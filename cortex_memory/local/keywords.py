@@ -124,6 +124,9 @@ def drop(conn: sqlite3.Connection, corpus: Corpus, seqs: Sequence[object], marks
             f"INSERT INTO {corpus.fts} ({corpus.fts}, rowid, text) VALUES ('delete', ?, ?)", rows
         )
         found = [int(row[0]) for row in rows]
+        # Only a text with CJK characters has a row there (most deletes: none).
+        if not any(has_cjk(str(row[1])) for row in rows):
+            return found
     else:
         found = [
             int(seq)
