@@ -31,6 +31,7 @@ from cortex_memory.contract import (
     Namespace,
     hash_json,
 )
+from cortex_memory.local import keywords
 from cortex_memory.local.corpus import BELIEFS
 from cortex_memory.local.sqlfilter import namespace_key, service_depth
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
@@ -83,8 +84,7 @@ def upsert(
         _INSERT, (tenant, belief_id, ns_key, service_depth(ns), key, 1.0, _now_us(), text)
     )
     seq = int(cursor.lastrowid or 0)
-    if fts:
-        conn.execute("INSERT INTO beliefs_fts (rowid, text) VALUES (?, ?)", (seq, text))
+    keywords.add_short(conn, BELIEFS, ((seq, text),), fts=fts)
     return seq, True
 
 
@@ -108,11 +108,7 @@ def add_source(conn: sqlite3.Connection, belief: int, item: int, weight: float) 
 
 def _delete_beliefs(conn: sqlite3.Connection, seqs: Sequence[int], fts: bool) -> None:
     marks = ", ".join("?" * len(seqs))
-    rows = conn.execute(f"SELECT seq, text FROM beliefs WHERE seq IN ({marks})", seqs).fetchall()
-    if fts:
-        conn.executemany(
-            "INSERT INTO beliefs_fts (beliefs_fts, rowid, text) VALUES ('delete', ?, ?)", rows
-        )
+    keywords.drop(conn, BELIEFS, seqs, marks, fts=fts)
     delete_vectors(conn, BELIEFS, seqs)
     conn.execute(f"DELETE FROM beliefs WHERE seq IN ({marks})", seqs)
     bump_epoch(conn)

@@ -50,6 +50,17 @@ class Corpus:
     observed: bool  # rows have ``observed_us`` (time hints apply)
 
     @property
+    def cjk(self) -> str:
+        """The table of the rows' texts as the keyword index reads them, for the
+        rows whose text holds CJK characters (see ``text.index_text``)."""
+        return f"{self.name}_cjk"
+
+    @property
+    def indexed(self) -> str:
+        """The view of every row's text as the keyword index reads it (its content)."""
+        return f"{self.name}_fts_text"
+
+    @property
     def fts_data(self) -> str:
         """The FTS5 index's own ``_data`` table (its averages record is row 1)."""
         return f"{self.fts}_data"

@@ -43,7 +43,7 @@ from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 from cortex_memory.local.corpus import Corpus, Row, Stats, decode_varints, stats_of
 from cortex_memory.local.schema import FTS_OK
 from cortex_memory.local.sqlfilter import Condition
-from cortex_memory.local.text import content_words, query_words, stem, stems_of, words_of
+from cortex_memory.local.text import STOPWORDS, query_phrases, stem, stems_of, words_of
 
 __all__ = [
     "BROAD_TERM_ROWS",
@@ -72,30 +72,55 @@ BROAD_TERM_ROWS = 2000
 
 @dataclass(frozen=True)
 class Terms:
-    """A query's terms: each stem with the forms the query wrote it in."""
+    """A query's terms: each stem with the forms the query wrote it in, and the
+    phrases (tuples of stems) a row must hold one of to match.
+
+    A word is a phrase of one stem; a run of CJK characters is a phrase of its
+    characters (see :func:`~cortex_memory.local.text.query_phrases`), each of
+    them a term of its own.
+    """
 
     stems: Tuple[str, ...]
     forms: Mapping[str, FrozenSet[str]]
+    phrases: Tuple[Tuple[str, ...], ...] = ()
 
     @classmethod
     def of(cls, text: str) -> Terms:
         """The terms of ``text`` (stop words out when anything else is left)."""
+        found = query_phrases(text)
+        kept = [p for p in found if len(p) > 1 or p[0] not in STOPWORDS] or list(found)
         forms: Dict[str, set[str]] = {}
-        for word in content_words(query_words(text)):
-            forms.setdefault(stem(word), set()).add(word)
-        return cls(tuple(forms), {k: frozenset(v) for k, v in forms.items()})
+        phrases: Dict[Tuple[str, ...], None] = {}
+        for phrase in kept:
+            stems = []
+            for word in phrase:
+                term = stem(word)
+                forms.setdefault(term, set()).add(word)
+                stems.append(term)
+            phrases[tuple(stems)] = None
+        return cls(tuple(forms), {k: frozenset(v) for k, v in forms.items()}, tuple(phrases))
 
-    def match_expression(self, stems: Optional[Sequence[str]] = None) -> str:
-        """An FTS5 query holding any of ``stems`` (default: all), each quoted.
+    @property
+    def all_phrases(self) -> Tuple[Tuple[str, ...], ...]:
+        """The phrases (each stem its own when none were given)."""
+        return self.phrases or tuple((term,) for term in self.stems)
+
+    def phrase_counts(self, counts: Mapping[str, int]) -> Dict[Tuple[str, ...], int]:
+        """At most how many rows hold each phrase: its rarest stem's row count."""
+        return {p: min(counts.get(t, 0) for t in p) for p in self.all_phrases}
+
+    def match_expression(self, phrases: Optional[Sequence[Tuple[str, ...]]] = None) -> str:
+        """An FTS5 query holding any of ``phrases`` (default: all), each quoted.
 
         The index stems query text with its own tokenizer, so each stem is
         written as a word the query used for it (stemming a stem again can
         change it: ``releas`` becomes ``relea``); every word form that stems
-        the same way matches.
+        the same way matches. A phrase of several stems is one quoted string
+        of their words, which FTS5 matches as a phrase.
         """
-        chosen = self.stems if stems is None else stems
-        words = (min(self.forms[term]) for term in chosen)
-        return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+        chosen = self.all_phrases if phrases is None else phrases
+        quoted = (" ".join(min(self.forms[term]) for term in phrase) for phrase in chosen)
+        return " OR ".join('"' + words.replace('"', '""') + '"' for words in quoted)
 
 
 class StaleIndex(Exception):
@@ -207,20 +232,22 @@ def candidates(
     if not terms.stems:
         return [], True
     if not bounded:
-        holding = None if counts is None else sum(counts.get(t, 0) for t in terms.stems)
+        holding = None if counts is None else sum(terms.phrase_counts(counts).values())
         return _best_rows(conn, corpus, terms.match_expression(), where, size, holding), True
     assert counts is not None
-    held = [term for term in terms.stems if counts.get(term, 0) > 0]
+    # A phrase's count is its rarest stem's: at least the rows that hold it.
+    rows_of = terms.phrase_counts(counts)
+    held = [phrase for phrase, count in rows_of.items() if count > 0]
     if not held:
         return [], True
-    # The rarest terms, as long as the rows they hold stay within the budget.
-    narrow: List[str] = []
+    # The rarest phrases, as long as the rows they hold stay within the budget.
+    narrow: List[Tuple[str, ...]] = []
     budget = BROAD_TERM_ROWS
-    for term in sorted(held, key=lambda t: (counts[t], t)):
-        if counts[term] > budget:
+    for phrase in sorted(held, key=lambda p: (rows_of[p], p)):
+        if rows_of[phrase] > budget:
             break
-        narrow.append(term)
-        budget -= counts[term]
+        narrow.append(phrase)
+        budget -= rows_of[phrase]
     if narrow:
         holding = BROAD_TERM_ROWS - budget
         rows = _best_rows(conn, corpus, terms.match_expression(narrow), where, size, holding)
@@ -294,17 +321,44 @@ def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, f
 _Tally = Tuple[int, Dict[str, int], FrozenSet[str]]
 
 
+def _phrase_positions(stems: List[str], phrase: Tuple[str, ...]) -> List[int]:
+    """Where ``phrase`` (several stems) occurs in ``stems``: every position it covers."""
+    out: List[int] = []
+    first, size, at = phrase[0], len(phrase), 0
+    wanted = list(phrase)
+    while True:
+        try:
+            at = stems.index(first, at)
+        except ValueError:
+            return out
+        if stems[at : at + size] == wanted:
+            out.extend(range(at, at + size))
+        at += 1
+
+
 def _tally_text(terms: Terms, text: str) -> _Tally:
+    # What the index's marks would count (see _tally_marks): every occurrence of
+    # a one-word phrase's stem, and the words inside occurrences of the others.
     words = words_of(text)
     stems = stems_of(words)
     found: Dict[str, int] = {}
     exact: List[str] = []
-    for term in terms.stems:
+    singles = {p[0] for p in terms.all_phrases if len(p) == 1}
+    for term in singles:
         tf = stems.count(term)
         if tf:
             found[term] = tf
             if any(form in words for form in terms.forms[term]):
                 exact.append(term)
+    covered = {at for p in terms.all_phrases if len(p) > 1 for at in _phrase_positions(stems, p)}
+    for at in sorted(covered):
+        term = stems[at]
+        forms = terms.forms.get(term)
+        if forms is None or term in singles:
+            continue
+        found[term] = found.get(term, 0) + 1
+        if words[at] in forms:
+            exact.append(term)
     return len(words), found, frozenset(exact)
 
 

@@ -1,6 +1,6 @@
 """The local database's schema: tables, indexes, the schema version and migrations.
 
-Layout (schema version 2), made so that storing an item writes few pages:
+Layout (schema version 3), made so that storing an item writes few pages:
 
 - ``items``: one row per stored item and tenant, everything in it: ``seq``
   (insertion order, the key every other table refers to; given out by the
@@ -17,13 +17,23 @@ Layout (schema version 2), made so that storing an item writes few pages:
 - ``item_vectors``: ``(seq, model, vec)``, the item's unit float32 vector
   from the embedder ``model`` (a key into ``embedders``), for embedders that
   store vectors.
+- ``items_cjk``: ``(seq, text)``, for the items whose text holds CJK
+  characters only, the text as the keyword index reads it: a space around
+  each CJK character (``text.index_text``; the tokenizer would otherwise
+  take a whole clause for one word). Always kept in step with ``items``,
+  with or without FTS5, so a rebuild of the index reads the right text.
+- ``items_fts_text``: a view, ``(seq, text)`` of every item with its
+  ``items_cjk`` text when it has one, else ``items.text``: what the keyword
+  index reads (its content table: ``highlight()``, ``rebuild``) and what
+  deleting from it must pass back.
 - ``items_fts`` (+ ``items_vocab``): an external-content FTS5 index over
-  ``items.text`` with the ``porter unicode61 remove_diacritics 2``
+  ``items_fts_text`` with the ``porter unicode61 remove_diacritics 2``
   tokenizer, and its vocabulary (how many rows hold each stem). Present only
   when the SQLite build has FTS5. Its own row and token counts are BM25's
   corpus statistics (``corpus.read_stats``).
-- ``beliefs``, ``belief_sources``, ``belief_vectors``, ``beliefs_fts``
-  (+ ``beliefs_vocab``): consolidated beliefs, ranked like items.
+- ``beliefs``, ``belief_sources``, ``belief_vectors``, ``beliefs_cjk``,
+  ``beliefs_fts_text``, ``beliefs_fts`` (+ ``beliefs_vocab``): consolidated
+  beliefs, ranked and indexed like items.
 - ``stats``: integer counters: ``vector_epoch``, bumped whenever vectors go
   away or change (in-memory vector indexes reload then), and ``items_seq``,
   the highest ``seq`` a deleted item ever had (new items get a higher one).
@@ -31,9 +41,11 @@ Layout (schema version 2), made so that storing an item writes few pages:
   ``absent``) and ``analyzed_rows``.
 
 ``PRAGMA user_version`` mirrors the schema version so a newer file is refused
-before anything reads it. Version 1 files (hashed trigram columns, an index
-over distinct words, bodies and tags in tables of their own) are migrated in
-place when opened (:func:`_migrate_2`).
+before anything reads it. Older files are migrated in place when opened:
+version 1 (hashed trigram columns, an index over distinct words, bodies and
+tags in tables of their own) by :func:`_migrate_2`, version 2 (the keyword
+index read ``items.text`` as it is, so a CJK clause was one word) by
+:func:`_migrate_3`.
 """
 
 from __future__ import annotations
@@ -50,6 +62,7 @@ from cortex_memory.local.corpus import BELIEFS, ITEMS, Corpus
 from cortex_memory.local.files import FileKind, claim, use_wal
 from cortex_memory.local.sqlfilter import tags_key
 from cortex_memory.local.store import id_key, stored_json
+from cortex_memory.local.text import index_text
 
 __all__ = [
     "FTS_ABSENT",
@@ -69,7 +82,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 #: The schema this library writes and reads.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: The local engine's kind of file. Files written before application ids
 #: (schema 1 and 2) are recognised by their ``engine_info`` and ``items`` tables.
@@ -145,8 +158,18 @@ _SOURCES = (
 )
 _BELIEF_INDEXES = ("CREATE INDEX beliefs_id ON beliefs (tenant, id)",)
 
-#: (FTS5 table, content table) of each corpus.
-_FTS: Tuple[Tuple[Corpus, str], ...] = ((ITEMS, "items"), (BELIEFS, "beliefs"))
+
+def _keyword_sources(corpus: Corpus) -> Tuple[str, str]:
+    """The ``<corpus>_cjk`` table and the ``<corpus>_fts_text`` view (schema 3)."""
+    return (
+        f"CREATE TABLE {corpus.cjk} (seq INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+        f"CREATE VIEW {corpus.indexed} (seq, text) AS SELECT c.seq, "
+        f"coalesce(CAST(k.text AS TEXT), c.text) "
+        f"FROM {corpus.table} c LEFT JOIN {corpus.cjk} k ON k.seq = c.seq",
+    )
+
+#: The corpora with a keyword index.
+_FTS: Tuple[Corpus, ...] = (ITEMS, BELIEFS)
 
 #: ``stats`` keys: see the module's docstring.
 SEQ_FLOOR = "items_seq"
@@ -169,9 +192,9 @@ def fts5_available(conn: sqlite3.Connection) -> bool:
 
 
 def _create_fts(conn: sqlite3.Connection) -> None:
-    for corpus, content in _FTS:
+    for corpus in _FTS:
         conn.execute(
-            f"CREATE VIRTUAL TABLE {corpus.fts} USING fts5(text, content='{content}', "
+            f"CREATE VIRTUAL TABLE {corpus.fts} USING fts5(text, content='{corpus.indexed}', "
             f"content_rowid='seq', tokenize='{TOKENIZER}')"
         )
         conn.execute(f"CREATE VIRTUAL TABLE {corpus.vocab} USING fts5vocab({corpus.fts}, row)")
@@ -179,7 +202,7 @@ def _create_fts(conn: sqlite3.Connection) -> None:
 
 def _create(conn: sqlite3.Connection, use_fts: bool) -> None:
     for statement in (*_COMMON, _ITEMS, *_ITEM_INDEXES, _BELIEFS, *_BELIEF_INDEXES,
-                      *_SOURCES):  # fmt: skip
+                      *_SOURCES, *_keyword_sources(ITEMS), *_keyword_sources(BELIEFS)):  # fmt: skip
         conn.execute(statement)
     state = FTS_ABSENT
     if use_fts:
@@ -238,7 +261,8 @@ def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
     into its one new row, beliefs and their sources are copied; ``seq``
     values are preserved, and no ``seq`` an item ever had is given out
     again. The vectors are computed afterwards by the engine's embedder
-    (``vectors.reembed``).
+    (``vectors.reembed``). The old keyword index is dropped; the next step
+    (:func:`_migrate_3`, which always follows) builds the stemming one.
     """
     sequences = dict(conn.execute("SELECT name, seq FROM sqlite_sequence").fetchall())
     belief_columns = "seq, tenant, id, namespace, svc, key, miss, updated_us, text"
@@ -269,18 +293,50 @@ def _migrate_2(conn: sqlite3.Connection, use_fts: bool) -> None:
         "UPDATE stats SET value = ? WHERE key = ?", (int(sequences.get("items", 0)), SEQ_FLOOR)
     )
     conn.execute("DELETE FROM engine_info WHERE key IN ('dims', 'analyzed_rows')")
+    # The keyword index is built by the next step (_migrate_3), over its view.
     conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_ABSENT,))
-    if use_fts:
-        _create_fts(conn)
-        for corpus, _content in _FTS:
-            conn.execute(f"INSERT INTO {corpus.fts} ({corpus.fts}) VALUES ('rebuild')")
-        conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_OK,))
-    conn.execute(
-        "UPDATE engine_info SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
-    )
+    conn.execute("UPDATE engine_info SET value = '2' WHERE key = 'schema_version'")
 
 
 _MIGRATIONS[2] = _migrate_2
+
+
+def _migrate_3(conn: sqlite3.Connection, use_fts: bool) -> None:
+    """Version 2 → 3: the keyword indexes read CJK text a character a word.
+
+    Adds ``items_cjk``/``beliefs_cjk`` (filled for every row whose text holds
+    CJK characters) and the ``*_fts_text`` views, and builds both keyword
+    indexes again over the views (when this engine uses FTS5; otherwise they
+    are left absent and built by the first engine that does). Nothing stored
+    changes. Stored vectors are kept: the default n-gram embedder, which
+    reads the same words as the index, stores none (it embeds at query time).
+    """
+    for corpus in _FTS:
+        conn.execute(f"DROP TABLE IF EXISTS {corpus.vocab}")
+        conn.execute(f"DROP TABLE IF EXISTS {corpus.fts}")
+        for statement in _keyword_sources(corpus):
+            conn.execute(statement)
+        segmented: List[Tuple[int, str]] = []
+        # One row at a time (a text may be long): rows whose text has no CJK
+        # character cost one check.
+        for seq, text in conn.execute(f"SELECT seq, text FROM {corpus.table}"):
+            indexed = index_text(str(text))
+            if indexed is not None:
+                segmented.append((int(seq), indexed))
+            if len(segmented) >= 100:
+                conn.executemany(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", segmented)
+                segmented.clear()
+        conn.executemany(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", segmented)
+    conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_ABSENT,))
+    if use_fts:
+        _create_fts(conn)
+        for corpus in _FTS:
+            conn.execute(f"INSERT INTO {corpus.fts} ({corpus.fts}) VALUES ('rebuild')")
+        conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_OK,))
+    conn.execute("UPDATE engine_info SET value = '3' WHERE key = 'schema_version'")
+
+
+_MIGRATIONS[3] = _migrate_3
 
 
 def _compact_json(item_json: str) -> str:
@@ -352,7 +408,7 @@ def rebuild_fts(conn: sqlite3.Connection) -> None:
         if state == FTS_ABSENT:
             _create_fts(conn)
         _log.info("rebuilding the local keyword index (state was %s)", state)
-        for corpus, _content in _FTS:
+        for corpus in _FTS:
             conn.execute(f"INSERT INTO {corpus.fts} ({corpus.fts}) VALUES ('rebuild')")
         conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_OK,))
 

@@ -45,7 +45,7 @@ from cortex_memory.contract import (
     is_blank,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError
-from cortex_memory.local import beliefs
+from cortex_memory.local import beliefs, keywords
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.embedders import Embedder, embed_all
 from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth, tags_key
@@ -337,35 +337,15 @@ def insert_many(
             _write_long(conn, present, as_bytes, rows)
         else:
             conn.executemany(_insert_item(present), rows)
-    if fts:
-        _index_texts(conn, items, first, any_long)
+    keyed = [(s, i.text) for s, i in zip(seqs, items)]
+    if any_long:
+        keywords.add_long(conn, ITEMS, keyed, first, first + len(items), fts=fts)
+    else:
+        keywords.add_short(conn, ITEMS, keyed, fts=fts)
     if model is not None:
         vectors = [(s, model, i.vector) for s, i in zip(seqs, items) if i.vector is not None]
         if vectors:
             conn.executemany("INSERT INTO item_vectors (seq, model, vec) VALUES (?, ?, ?)", vectors)
-
-
-def _index_texts(
-    conn: sqlite3.Connection, items: Sequence[Prepared], first: int, any_long: bool
-) -> None:
-    """Add the texts of the rows just written (``first``, ``first + 1``, …) to the
-    keyword index."""
-    if any_long:
-        # The index reads the texts the rows hold: binding a long text again
-        # would make SQLite copy it once more (and keep the last one bound).
-        conn.execute(
-            "INSERT INTO items_fts (rowid, text) "
-            "SELECT seq, text FROM items WHERE seq >= ? AND seq < ?",
-            (first, first + len(items)),
-        )
-        return
-    # Short texts are bound: an INSERT … SELECT into a virtual table goes
-    # through a temporary table, which costs a one-item store about as much
-    # as its index entry.
-    conn.executemany(
-        "INSERT INTO items_fts (rowid, text) VALUES (?, ?)",
-        [(s, i.text) for s, i in zip(range(first, first + len(items)), items)],
-    )
 
 
 def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> int:
@@ -377,17 +357,12 @@ def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> 
     removed = 0
     for chunk in chunks(seqs):
         marks = _marks(len(chunk))
-        rows = conn.execute(f"SELECT seq, text FROM items WHERE seq IN ({marks})", chunk).fetchall()
-        if not rows:
+        found = keywords.drop(conn, ITEMS, chunk, marks, fts=fts)
+        if not found:
             continue
-        if fts:
-            conn.executemany(
-                "INSERT INTO items_fts (items_fts, rowid, text) VALUES ('delete', ?, ?)", rows
-            )
         # No seq is given out twice, even the highest one's after it goes.
         conn.execute(
-            "UPDATE stats SET value = max(value, ?) WHERE key = 'items_seq'",
-            (max(int(seq) for seq, _text in rows),),
+            "UPDATE stats SET value = max(value, ?) WHERE key = 'items_seq'", (max(found),)
         )
         delete_vectors(conn, ITEMS, chunk)
         beliefs.drop_sources(conn, chunk, fts=fts)

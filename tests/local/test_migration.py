@@ -100,3 +100,73 @@ def test_a_second_open_does_not_migrate_again(old_file: str) -> None:
         assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'marker'").fetchone()
     finally:
         conn.close()
+
+
+# -- schema 2 -> 3 --------------------------------------------------------------------
+#
+# ``data/schema_v2.sqlite3`` was written by cortex_memory at commit 88f5cda (schema 2,
+# whose keyword index read a CJK clause as one word) with ``data/make_schema_v2.py``:
+# Chinese, Japanese and Korean documents, a learning, tags, a namespace, a forgotten
+# item, beliefs and a second tenant; ``data/schema_v2_export.json`` is what that
+# release exported from it.
+
+
+@pytest.fixture
+def v2_file(tmp_path: Path) -> str:
+    target = tmp_path / "v2.sqlite3"
+    shutil.copyfile(DATA / "schema_v2.sqlite3", target)
+    target.chmod(0o600)
+    return str(target)
+
+
+def _keyword(engine: LocalEngine, query: str) -> list:
+    return [h.text for h in engine.fetch(FetchRequest(query, FetchMode.KEYWORD, 5)).hits]
+
+
+@pytest.mark.parametrize("fts", [True, False])
+def test_a_schema_2_file_migrates_and_its_cjk_words_are_found(v2_file: str, fts: bool) -> None:
+    conn = sqlite3.connect(v2_file)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        # What the release before could not do: a word inside a clause.
+        found = conn.execute(
+            "SELECT count(*) FROM items_fts WHERE items_fts MATCH '公园'"
+        ).fetchone()[0]
+        assert found == 0
+    finally:
+        conn.close()
+    before = json.loads((DATA / "schema_v2_export.json").read_text(encoding="utf-8"))
+    with LocalEngine(v2_file, use_fts=fts) as engine:
+        assert engine.health().ok
+        assert _everything(engine) == before
+        assert _keyword(engine, "公园") == [before[0]["body"]["text"]]
+        assert _keyword(engine, "バックアップ") == [before[1]["body"]["text"]]
+        assert _keyword(engine, "서울") == [before[2]["body"]["text"]]
+        assert _keyword(engine, "ships") == ["The team ships releases on Tuesdays."]
+        assert _keyword(engine, "删除") == []  # the forgotten item stays forgotten
+        beliefs = engine.beliefs(BeliefsRequest(Reach.subtree(Namespace.root()), 50, "预算"))
+        assert beliefs[0].text == "我们下周去公园野餐，团队同意了预算。"
+        new = engine.store(StoreItem.document("升级之后写的笔记。"))
+        assert not new.replayed
+        assert _keyword(engine, "升级") == ["升级之后写的笔记。"]
+    with LocalEngine(v2_file, tenant="other") as other:
+        assert _keyword(other, "租户") == ["另一个租户的笔记：发布在周二。"]
+    conn = sqlite3.connect(v2_file)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        held = {row[0] for row in conn.execute("SELECT seq FROM items_cjk")}
+        texts = dict(conn.execute("SELECT seq, text FROM items").fetchall())
+        assert held == {seq for seq, text in texts.items() if not text.isascii()}
+        if fts:
+            for table in ("items_fts", "beliefs_fts"):
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+def test_a_schema_2_file_written_without_the_index_gets_one(v2_file: str) -> None:
+    with LocalEngine(v2_file, use_fts=False) as engine:
+        engine.store(StoreItem.document("没有索引时写的笔记。"))
+    with LocalEngine(v2_file) as engine:
+        assert _keyword(engine, "索引") == ["没有索引时写的笔记。"]
+        assert len(_keyword(engine, "公园")) == 1

@@ -17,7 +17,7 @@ from cortex_memory.local.text import (
 
 def test_words_are_folded_alphanumeric_runs() -> None:
     assert words_of("Café au LAIT, x_1 2nd-floor! 数据") == (
-        "cafe", "au", "lait", "x", "1", "2nd", "floor", "数据",
+        "cafe", "au", "lait", "x", "1", "2nd", "floor", "数", "据",  # CJK: a character a word
     )
     assert words_of("Plain ASCII: don't stop") == ("plain", "ascii", "don", "t", "stop")
     assert fold("ÉCOLE Straße") == "ecole straße"
