@@ -85,6 +85,7 @@ _ASKS = 0.5  # factor for a sentence that asks
 # Sentence ends an answer keeps as they are; a CJK sentence without one gets
 # the ideographic full stop, any other the Latin one.
 _ENDS = ".!?…\u3002\uff01\uff1f"
+_QUESTION_MARKS = ("?", "\uff1f")  # the Latin and the full-width (CJK) one
 _CJK_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
 _ANSWERS = 1.2  # factor for a sentence of the turn right after a question
 
@@ -103,7 +104,7 @@ LINE_UNIT = 280
 
 
 def _asks(sentences_: Sequence[str]) -> bool:
-    return bool(sentences_) and all(s.rstrip().endswith("?") for s in sentences_)
+    return bool(sentences_) and all(s.rstrip().endswith(_QUESTION_MARKS) for s in sentences_)
 
 
 def _pieces(text: str, answers: bool = False) -> List[Passage]:
@@ -134,7 +135,7 @@ def passages(item: StoreItem) -> List[Passage]:
         for turn in item.turns:
             said = _pieces(turn.text, previous_asked)
             out.extend(said)
-            previous_asked = bool(said) and said[-1].text.rstrip().endswith(("?", "\uff1f"))
+            previous_asked = bool(said) and said[-1].text.rstrip().endswith(_QUESTION_MARKS)
         return out
     if isinstance(item, Learning):
         return _pieces(item.text)

@@ -177,6 +177,9 @@ def test_passages_by_kind() -> None:
         ("a b? c d?", True, False), ("e f", False, True),
     ]
     assert texts(StoreItem.learning("x y", LearningKind.FACT, 0.5)) == ["x y"]
+    # A full-width question mark asks too, and the next turn answers it.
+    cjk = Conversation((Turn(Role.USER, "端口是多少？"), Turn(Role.ASSISTANT, "端口是八零八零。")))
+    assert [(p.asks, p.answers) for p in passages(cjk)] == [(True, False), (False, True)]
 
 
 def test_a_cjk_answer_keeps_its_own_full_stop(engine: LocalEngine) -> None:
