@@ -14,8 +14,9 @@ process, the hosted rate window off), each with three texts of the same UTF-8 si
 as a folder sync re-storing an unchanged file does):
 ``english`` (ASCII Markdown: headings, paragraphs, quotes), ``european`` (accented
 Latin-1 text: a Python ``str`` of one byte per character, two in UTF-8) and
-``chinese`` (CJK with ASCII punctuation: two bytes per character in memory, three in
-UTF-8).
+``chinese`` (ideographs drawn with Zipf weights from 3 500 distinct ones, about what
+a newspaper uses, in lines ending in ``。``: two bytes per character in memory, three
+in UTF-8).
 
 Method. Each case runs in a **fresh process** (with a document of its own each run,
 the doubles outliving the runs): it builds the document, opens the
@@ -81,15 +82,23 @@ _EUROPEAN = _words(
     "l'équipe a validé le budget élevé après la réunion où Müller présenta ökonomische "
     "Überlegungen, café crème déjà prêt, señor Núñez añadió más detalles à côté"
 )
-_CHINESE = ["记忆", "引擎", "存储", "每条", "笔记", "召回", "找到", "重要", "内容", "团队",
-            "同意", "预算", "发布", "时间表", "季度", "评审", "客户", "跟进"]  # fmt: skip
+# Chinese is drawn a character at a time, as the language is written: 3 500 distinct
+# ideographs (about what a newspaper uses) with Zipf weights, so the keyword index
+# meets a realistic number of distinct terms and gaps between their positions (a few
+# repeated words would make its position lists unrealistically small).
+_CHINESE_CHARS = 3500
+
+
+def _chinese_line(rnd: random.Random, pool: List[str], weights: List[float]) -> str:
+    return "".join(rnd.choices(pool, weights, k=24))
 
 
 def document(kind: str, size: int, seed: int = 10) -> str:
     """Markdown of ``size`` UTF-8 bytes (cut at a character): sections of paragraphs."""
     rnd = random.Random(seed)
-    words = {"english": _ENGLISH, "european": _EUROPEAN, "chinese": _CHINESE}[kind]
-    joiner = "" if kind == "chinese" else " "
+    words = {"english": _ENGLISH, "european": _EUROPEAN}.get(kind, [])
+    pool = [chr(0x4E00 + i) for i in random.Random(0).sample(range(0x5000), _CHINESE_CHARS)]
+    weights = [1.0 / (rank + 1) for rank in range(len(pool))]
     parts: List[str] = []
     used = 0
     paragraph = 0
@@ -97,7 +106,10 @@ def document(kind: str, size: int, seed: int = 10) -> str:
         if paragraph % 20 == 0:
             part = f"## Section {paragraph // 20}\n\n"
         else:
-            lines = [joiner.join(rnd.choice(words) for _ in range(12)) for _ in range(5)]
+            if kind == "chinese":
+                lines = [_chinese_line(rnd, pool, weights) for _ in range(5)]
+            else:
+                lines = [" ".join(rnd.choice(words) for _ in range(12)) for _ in range(5)]
             part = ("。\n" if kind == "chinese" else ".\n").join(lines) + "\n\n"
         parts.append(part)
         used += len(part.encode("utf-8"))

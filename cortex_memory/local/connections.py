@@ -38,9 +38,13 @@ from cortex_memory.local.files import (
 )
 
 __all__ = [
+    "CACHE_KIB",
     "ConnectionPool",
+    "LARGE_WRITE_CHARS",
+    "SMALL_CACHE_KIB",
     "open_connection",
     "read_transaction",
+    "small_cache",
     "sqlite_errors",
     "write_transaction",
 ]
@@ -49,6 +53,17 @@ _log = logging.getLogger(__name__)
 
 #: What the local engine's file is called in messages.
 WHAT = "local database"
+
+#: Each connection's page cache (SQLite's default is 2 MiB): ranked reads fetch
+#: scattered rows, and a warm page costs no system call. It fills only as pages
+#: are read or written.
+CACHE_KIB = 8192
+#: A write of at least this many characters of text runs with a page cache of
+#: :data:`SMALL_CACHE_KIB`: a long document's own pages would otherwise fill the
+#: whole cache (half its size again in memory, for pages no read wants next);
+#: SQLite spills them to the WAL as the smaller cache fills.
+LARGE_WRITE_CHARS = 1 << 20
+SMALL_CACHE_KIB = 1024
 
 
 @contextlib.contextmanager
@@ -98,10 +113,7 @@ def open_connection(path: str, timeout: float) -> sqlite3.Connection:
         # database is refused here, naming it, before anything writes to it.
         with header_errors(WHAT, shown(path)):
             conn.execute("PRAGMA temp_store = MEMORY")
-            # Up to 8 MiB of pages per connection (SQLite's default is 2): ranked
-            # reads fetch scattered rows, and a warm page costs no system call.
-            # The cache fills only as pages are read.
-            conn.execute("PRAGMA cache_size = -8192")
+            conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
             if path != MEMORY:
                 # WAL + NORMAL: a commit survives a crash of the application; only
                 # a power loss can take the last transactions back.
@@ -110,6 +122,24 @@ def open_connection(path: str, timeout: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+@contextlib.contextmanager
+def small_cache(conn: sqlite3.Connection, large: bool) -> Iterator[sqlite3.Connection]:
+    """Run the block with a :data:`SMALL_CACHE_KIB` page cache when ``large``.
+
+    The cache is shrunk before the block (outside any transaction) and given
+    back its :data:`CACHE_KIB` after it, whatever happens inside; the pages
+    above the small size are freed at once.
+    """
+    if not large:
+        yield conn
+        return
+    conn.execute(f"PRAGMA cache_size = {-SMALL_CACHE_KIB}")
+    try:
+        yield conn
+    finally:
+        conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from cortex_memory.contract import (
     same_id,
 )
 from cortex_memory.contract.replacing import FILE_PATH, ReplaceBatch, VersionKey
-from cortex_memory.local.connections import write_transaction
+from cortex_memory.local.connections import LARGE_WRITE_CHARS, small_cache, write_transaction
 from cortex_memory.local.schema import mark_fts_stale
 from cortex_memory.local.sqlfilter import filter_condition, namespace_key, reach_condition
 from cortex_memory.local.store import (
@@ -140,8 +140,23 @@ def store_batch(
     and the failure is raised. Each item is thus all or nothing, with no
     per-item savepoint on the common path. With ``replacing`` (the batch's
     replace rules), the other versions of every surviving item are removed
-    in the same transaction.
+    in the same transaction. A batch holding a long text runs with a small page
+    cache (:func:`~cortex_memory.local.connections.small_cache`).
     """
+    large = sum(len(item.text) for item in batch) >= LARGE_WRITE_CHARS
+    with small_cache(conn, large):
+        return _store_batch(conn, tenant, batch, fts, model, replacing, kept)
+
+
+def _store_batch(
+    conn: sqlite3.Connection,
+    tenant: str,
+    batch: Sequence[Prepared],
+    fts: bool,
+    model: Optional[int],
+    replacing: Optional[ReplaceBatch],
+    kept: Optional[List[StoreReceipt]],
+) -> List[StoreReceipt]:
     try:
         with write_transaction(conn):
             receipts = _write_all(conn, tenant, batch, fts, model)

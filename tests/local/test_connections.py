@@ -5,12 +5,22 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from pathlib import Path
 from typing import List
 
 import pytest
 
+from cortex_memory.contract import StoreItem
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
-from cortex_memory.local.connections import ConnectionPool, sqlite_errors
+from cortex_memory.local import LocalEngine
+from cortex_memory.local.connections import (
+    CACHE_KIB,
+    LARGE_WRITE_CHARS,
+    SMALL_CACHE_KIB,
+    ConnectionPool,
+    small_cache,
+    sqlite_errors,
+)
 
 
 def _memory() -> sqlite3.Connection:
@@ -106,3 +116,37 @@ def test_error_mapping() -> None:
         "\ud800".encode()
     with pytest.raises(KeyError), sqlite_errors("reading"):
         raise KeyError("not ours to translate")
+
+
+def _cache_size(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA cache_size").fetchone()[0])
+
+
+def test_a_large_write_runs_with_a_small_cache_and_gives_it_back() -> None:
+    conn = _memory()
+    conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
+    with small_cache(conn, False):
+        assert _cache_size(conn) == -CACHE_KIB  # a small write keeps the cache
+    with small_cache(conn, True):
+        assert _cache_size(conn) == -SMALL_CACHE_KIB
+    assert _cache_size(conn) == -CACHE_KIB
+    with pytest.raises(RuntimeError), small_cache(conn, True):
+        raise RuntimeError("the write failed")
+    assert _cache_size(conn) == -CACHE_KIB  # given back on failure too
+
+
+def test_the_engine_stores_a_long_text_with_the_small_cache(tmp_path: Path) -> None:
+    engine = LocalEngine(tmp_path / "m.sqlite3")
+    seen: List[str] = []
+    try:
+        engine.store(StoreItem.document("a short note"))
+        with engine._pool.connection() as conn:  # the pool's one idle connection
+            conn.set_trace_callback(seen.append)
+        engine.store(StoreItem.document("a note " * (LARGE_WRITE_CHARS // 7 + 1)))
+        engine.store(StoreItem.document("another short note"))
+    finally:
+        engine.close()
+    pragmas = [s for s in seen if s.startswith("PRAGMA cache_size")]
+    assert pragmas == [
+        f"PRAGMA cache_size = {-SMALL_CACHE_KIB}", f"PRAGMA cache_size = {-CACHE_KIB}",
+    ]
