@@ -75,6 +75,11 @@ __all__ = ["Body", "HttpClient", "Response", "encode_body"]
 
 logger = logging.getLogger(__name__)
 
+# The read modes by name once (an Enum member looked up on its class costs a few
+# attribute lookups, on every read).
+_JSON = Read.JSON
+_LISTING = Read.LISTING
+
 
 def _route(endpoint: Endpoint, network: Network) -> Tuple[Optional[Proxy], Optional[Tls]]:
     """The proxy and TLS settings of a new client (the environment is read now)."""
@@ -299,8 +304,8 @@ class HttpClient:
         """
         exchange = self._exchange
         bound = Deadline.of(deadline)
-        read = Read.LISTING if listing else Read.JSON
-        request = Request(method, route, exchange.encode(body), read=read)
+        payload = None if body is None else exchange.encode(body)
+        request = Request(method, route, payload, None, _LISTING if listing else _JSON)
         response, attempts = READS.run(
             lambda: exchange.attempt(request, bound),
             bound,
