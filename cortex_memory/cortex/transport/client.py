@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
+from functools import partial
 from typing import Dict, Mapping, Optional, Tuple
 
 from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
@@ -307,7 +308,7 @@ class HttpClient:
         payload = None if body is None else exchange.encode(body)
         request = Request(method, route, payload, None, _LISTING if listing else _JSON)
         response, attempts = READS.run(
-            lambda: exchange.attempt(request, bound),
+            partial(exchange.attempt, request, bound),  # no Python frame of its own
             bound,
             lambda: exchange.where(route),
             backoff=exchange.timing.read_backoff,
