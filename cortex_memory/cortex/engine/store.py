@@ -115,7 +115,8 @@ def _store_turn(ctx: EngineContext, item: StoreItem, deadline: Deadline) -> Stor
     planned = time.monotonic() if timed else 0.0
     requests = [request for _, request in plan.events]
     receipts = write_events(ctx.log, requests, WaitFor.ACCEPTED, deadline)
-    replayed = written(requests[-1], receipts).replayed
+    # As written() decides for an item: a replay only when every event was one.
+    replayed = bool(receipts) and all(receipt.replayed for receipt in receipts)
     ctx.recency.touch(plan.scope.path)
     if timed:
         logger.debug(

@@ -180,13 +180,11 @@ class Exchange:
             raise UnsupportedError(f"the {self.surface.name} API has no whoami route")
         return route
 
-    def _relative(self, route: str) -> str:
-        """The route as a checked relative reference (joined to the endpoint's base)."""
-        relative = route.lstrip("/")
-        if _ROUTE.fullmatch(relative) is None:
-            shown = _SHOWN_ROUTE.sub("?", strip_query(relative))[:100]
-            raise EngineError(f"API path `{shown}` is invalid")
-        return relative
+    @staticmethod
+    def _invalid_route(relative: str) -> EngineError:
+        """The error for a route that is not a plain relative reference (its query not shown)."""
+        shown = _SHOWN_ROUTE.sub("?", strip_query(relative))[:100]
+        return EngineError(f"API path `{shown}` is invalid")
 
     def attempt(self, request: Request, deadline: Deadline) -> Response:
         """Build and send one request, then read and map its answer (engine.md §5.4–5.6)."""
@@ -197,7 +195,10 @@ class Exchange:
         pause = family.pause
         if pause.holding():
             pause.wait(deadline, self.where(route))
-        relative = self._relative(route)
+        # The route as a checked relative reference (joined to the endpoint's base).
+        relative = route.lstrip("/")
+        if _ROUTE.fullmatch(relative) is None:
+            raise self._invalid_route(relative)
         signed = self._signed
         if signed is None:
             bearer = authorization(self.credential)
