@@ -172,6 +172,23 @@ def test_turn_logging_hot_path_skips_the_lookup_on_direct(kit, wire, make_double
     assert double.state.event_count() == 1
 
 
+def test_the_hot_path_touches_its_scope_and_checks_sizes_before_sending(kit, direct) -> None:
+    # The one-turn shortcut of store_many does what the batch path does for that batch.
+    from cortex_memory.cortex.engine.scopes import kind_scope
+
+    engine = direct.engine()
+    turn = kit.conversation(1, "noted for recency", namespace=Namespace.parse("agent:notes"))
+    path = kind_scope(turn.meta.namespace, turn.item_kind).path
+    assert engine.context.recency.fresh(path) is None
+    assert engine.store(turn, wait=WaitFor.ACCEPTED) == StoreReceipt(turn.fingerprint(), False)
+    assert engine.context.recency.fresh(path) is not None
+    huge = kit.conversation(1, "x" * (2 * 1024 * 1024))
+    before = len(direct.state.requests())
+    with pytest.raises(InvalidRequestError):
+        engine.store(huge, wait=WaitFor.ACCEPTED)
+    assert len(direct.state.requests()) == before  # refused before any request
+
+
 def test_receipts_in_item_order_and_ids_are_fingerprints(kit, wire, make_double) -> None:
     double = make_double(wire)
     engine = double.engine()

@@ -10,6 +10,8 @@ import pytest
 
 from cortex_memory.cortex import CortexWire, Timing
 from cortex_memory.cortex.transport import ERROR_CAP, SUCCESS_CAP
+from cortex_memory.cortex.transport.body import PIECE, BodyTooLarge, read_success_body
+from cortex_memory.cortex.transport.watchdog import WATCHDOG
 from cortex_memory.errors import EngineError, InvalidRequestError, UnavailableError
 from cortex_memory.testing.hostile import HostileServer, LoopbackServer, RawRequest
 
@@ -285,3 +287,56 @@ def test_redirects_are_not_followed(make_client, canary: str) -> None:
         "memory API v1/events on 127.0.0.1 returned HTTP 307 Temporary Redirect"
     )
     assert caught.value.status == 307
+
+
+# -- the one-piece read (no coding, a declared length of at most one piece) -------------
+
+
+@pytest.mark.parametrize("size", [2, PIECE - 1, PIECE, PIECE + 1, 3 * PIECE + 7])
+def test_declared_bodies_around_one_piece_are_read_whole_and_reuse_the_connection(
+    make_client, size: int
+) -> None:
+    # Either side of the one-piece read: the same bytes, the connection kept.
+    text = "a" * (size - 2)
+
+    def handler(request: RawRequest):  # type: ignore[no-untyped-def]
+        if "whoami" in request.path:
+            return 404, {}, b""
+        return 200, {"Content-Type": "application/json"}, json.dumps(text).encode()
+
+    with LoopbackServer(handler) as server:
+        client = make_client(server.url, timing=ROOMY)
+        for _ in range(2):
+            assert client.retry_transient("GET", "v1/events").data == text
+        assert server.connections == 1
+
+
+def test_a_declared_identity_coding_is_read_by_the_general_loop(make_client) -> None:
+    def handler(request: RawRequest):  # type: ignore[no-untyped-def]
+        if "whoami" in request.path:
+            return 404, {}, b""
+        return 200, {"Content-Encoding": "identity"}, b'{"ok":1}'
+
+    with LoopbackServer(handler) as server:
+        client = make_client(server.url, timing=ROOMY)
+        assert client.once("GET", "v1/events").data == {"ok": 1}
+        assert client.once("GET", "v1/events").data == {"ok": 1}
+        assert server.connections == 1
+
+
+def test_a_small_declared_body_over_a_smaller_cap_is_refused_with_its_length() -> None:
+    # read_success_body itself, on a real urllib3 response: a declared length of one
+    # piece over the caller's cap never takes the one-piece read.
+    import urllib3
+
+    with LoopbackServer(lambda request: (200, {}, b'{"pad":"' + b"x" * 100 + b'"}')) as server:
+        manager = urllib3.PoolManager(retries=False)
+        response = manager.request("GET", server.url + "/x", preload_content=False)
+        watch = WATCHDOG.arm(30.0)
+        try:
+            with pytest.raises(BodyTooLarge) as caught:
+                read_success_body(response, watch, cap=50)
+        finally:
+            WATCHDOG.disarm(watch)
+        assert caught.value.declared == 110
+        manager.clear()

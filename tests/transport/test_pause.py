@@ -62,6 +62,24 @@ def test_note_caps_and_keeps_the_later_until() -> None:
     assert pause.remaining() == 0.0
 
 
+def test_holding_is_true_exactly_while_a_noted_pause_lasts() -> None:
+    clock = FakeClock(1000.0)
+    pause = RateLimitPause(clock=clock, sleep=clock.sleep)
+    assert not pause.holding()  # nothing noted
+    pause.note(headers(Retry_After="soon"), 10.0)
+    assert not pause.holding()  # nothing that parses
+    pause.note(headers(Retry_After="2"), 10.0)
+    assert pause.holding()
+    clock.sleep(1.5)
+    assert pause.holding()
+    clock.sleep(0.5)
+    assert not pause.holding()  # its end reached
+    pause.note(headers(Retry_After="4"), 10.0)
+    assert pause.holding()
+    pause.clear()
+    assert not pause.holding()
+
+
 def test_wait_sleeps_until_the_pause_is_over_and_rereads() -> None:
     clock = FakeClock(1000.0)
     pause = RateLimitPause(clock=clock)

@@ -23,7 +23,7 @@ outcome is unknown.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from cortex_memory.contract.requests import WaitFor
 from cortex_memory.cortex.envelope.request import ExperienceRequest
@@ -140,9 +140,11 @@ def _checked(request: ExperienceRequest) -> ExperienceRequest:
     return request
 
 
-def _receipt(data: object, where: str) -> Receipt:
+def _receipt(data: object, where: Union[str, Callable[[], str]]) -> Receipt:
+    # ``where`` may be a function: a write's name is built only for its error.
     if not isinstance(data, dict) or not isinstance(data.get("event_id"), str):
-        raise EngineError(f"{where} accepted a write but omitted event_id")
+        shown = where if isinstance(where, str) else where()
+        raise EngineError(f"{shown} accepted a write but omitted event_id")
     return Receipt(data["event_id"], data.get("replayed_from_idempotency") is True)
 
 
@@ -200,7 +202,7 @@ def _write_direct(
         route = log.route(Route.EXPERIENCE)
         body = _encoded(client, requests[0])
         data = client.once("POST", route + query, body, deadline=deadline).data
-        return [_receipt(data, f"memory API {route} on {client.host}")]
+        return [_receipt(data, lambda: f"memory API {route} on {client.host}")]
     route = log.route(Route.BULK)
     where = f"memory API {route} on {client.host}"
     receipts: List[Receipt] = []

@@ -31,6 +31,7 @@ messages that name the route and host.
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import zlib
 from typing import Any, Iterator, List, Optional, Tuple, Union
@@ -185,28 +186,34 @@ class _Room:
         self.left = left
 
 
+def _piece(response: Any, watch: Watch, amount: int) -> bytes:
+    """One read of at most ``amount`` raw bytes; raises BodyTimeout / BodyCut."""
+    if watch.expired():
+        raise BodyTimeout()
+    try:
+        raw: bytes = response.read(amount, decode_content=False)
+    except Exception as exc:
+        if not is_body_fault(exc):
+            raise
+        if watch.expired():
+            raise BodyTimeout() from exc
+        raise BodyCut(str(exc)) from exc
+    return raw
+
+
 def _pieces(
     response: Any, watch: Watch, room: Optional[_Room] = None, most: int = PIECE
 ) -> Iterator[bytes]:
     """Raw pieces of the body until it ends, none longer than ``most``, nor than
     ``room.left`` when given; raises BodyTimeout / BodyCut."""
     while True:
-        if watch.expired():
-            raise BodyTimeout()
         # Ask for no more than the declared length still due (http.client
         # allocates the whole buffer it is asked for), nor than the room left.
         due = getattr(response, "length_remaining", None)
         amount = most if due is None or due <= 0 or due > most else due
         if room is not None and room.left < amount:
             amount = room.left
-        try:
-            raw = response.read(amount, decode_content=False)
-        except Exception as exc:
-            if not is_body_fault(exc):
-                raise
-            if watch.expired():
-                raise BodyTimeout() from exc
-            raise BodyCut(str(exc)) from exc
+        raw = _piece(response, watch, amount)
         if not raw:
             # A socket cut by the watchdog looks like a clean end to a body that
             # runs until close; the watch tells the two apart.
@@ -270,7 +277,29 @@ def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> Ra
     Raises :class:`BodyTooLarge` (declared or actual size over the cap),
     :class:`BodyCut`, :class:`BodyTimeout` or :class:`BodyUndecodable`. The
     connection is released after a full read and closed otherwise.
+
+    The common answer (no content coding, a declared length of one piece at
+    most, within the cap) is one read of exactly that length: the same single
+    socket read the general loop below would make, without its set-up. A read
+    that comes back short goes on in the general loop.
     """
+    first: bytes = b""
+    if "Content-Encoding" not in response.headers:
+        due = getattr(response, "length_remaining", None)
+        if type(due) is int and 0 < due <= PIECE and due <= cap:
+            try:
+                first = _piece(response, watch, due)
+            except BaseException:
+                discard(response)
+                raise
+            if len(first) == due:
+                response.release_conn()
+                return first
+    return _read_pieces(response, watch, cap, first)
+
+
+def _read_pieces(response: Any, watch: Watch, cap: int, first: bytes) -> RawBody:
+    """:func:`read_success_body`'s general loop; ``first`` is a piece already read (or empty)."""
     complete = False
     try:
         declared = _declared_length(response.headers)
@@ -283,7 +312,6 @@ def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> Ra
         # Identity: the socket is asked for at most room.left; compressed: the
         # inflater is (its limit), and the socket for small compressed pieces.
         room = _Room(cap + 1)
-        first = b""
         gathered: Optional[_Gathered] = None
         total = 0
         pieces = (
@@ -291,6 +319,10 @@ def read_success_body(response: Any, watch: Watch, cap: int = SUCCESS_CAP) -> Ra
             if inflater is None
             else _pieces(response, watch, None, _COMPRESSED_PIECE)
         )
+        if first:
+            # Read by the one-piece path (identity only): counted like any other piece.
+            pieces = itertools.chain((first,), pieces)
+            first = b""
         for raw in pieces:
             for piece in inflater.feed(raw) if inflater else (raw,):
                 total += len(piece)

@@ -47,6 +47,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
+from functools import partial
 from typing import Dict, Mapping, Optional, Tuple
 
 from cortex_memory.cortex.network import DEFAULT_NETWORK, Network, PathSetting
@@ -74,6 +75,11 @@ from cortex_memory.errors import ConfigError, Error
 __all__ = ["Body", "HttpClient", "Response", "encode_body"]
 
 logger = logging.getLogger(__name__)
+
+# The read modes by name once (an Enum member looked up on its class costs a few
+# attribute lookups, on every read).
+_JSON = Read.JSON
+_LISTING = Read.LISTING
 
 
 def _route(endpoint: Endpoint, network: Network) -> Tuple[Optional[Proxy], Optional[Tls]]:
@@ -299,10 +305,10 @@ class HttpClient:
         """
         exchange = self._exchange
         bound = Deadline.of(deadline)
-        read = Read.LISTING if listing else Read.JSON
-        request = Request(method, route, exchange.encode(body), read=read)
+        payload = None if body is None else exchange.encode(body)
+        request = Request(method, route, payload, None, _LISTING if listing else _JSON)
         response, attempts = READS.run(
-            lambda: exchange.attempt(request, bound),
+            partial(exchange.attempt, request, bound),  # no Python frame of its own
             bound,
             lambda: exchange.where(route),
             backoff=exchange.timing.read_backoff,

@@ -41,6 +41,7 @@ from cortex_memory.cortex.transport.endpoint import Endpoint
 from cortex_memory.cortex.transport.failure import (
     build_failure,
     is_body_fault,
+    route_name,
     status_failure,
     strip_query,
     transport_failure,
@@ -99,6 +100,14 @@ def _scrubber(bearer: str) -> Scrubber:
     return Scrubber(bearer[len("Bearer ") :])
 
 
+def _base_headers(bearer: str, defaults: Dict[str, str]) -> Dict[str, str]:
+    """The headers every attempt sends: the bearer, the host's defaults, no compression."""
+    headers = {"Authorization": bearer}
+    headers.update(defaults)
+    headers["Accept-Encoding"] = "identity"
+    return headers
+
+
 class Exchange:
     """One client's settings and its one-attempt machinery (see the module docs).
 
@@ -128,16 +137,17 @@ class Exchange:
         self.defaults = defaults
         self.family = family
         self._timeout: Any = None
-        # A static credential's Authorization value and its scrubber, worked out once
-        # (None for a dynamic credential, or a key that is not a valid header value:
-        # those are resolved, and refused, on every attempt).
-        self._signed: Optional[Tuple[str, Scrubber]] = None
+        # A static credential's scrubber and the headers every attempt starts from
+        # (Authorization, the defaults, Accept-Encoding), worked out once: None for a
+        # dynamic credential, or a key that is not a valid header value (those are
+        # resolved, and refused, on every attempt).
+        self._signed: Optional[Tuple[Scrubber, Dict[str, str]]] = None
         if credential.is_static:
             try:
                 bearer = authorization(credential)
             except UnauthorizedError:
                 return
-            self._signed = (bearer, _scrubber(bearer))
+            self._signed = (_scrubber(bearer), _base_headers(bearer, defaults))
 
     def with_changes(
         self, *, timing: Optional[Timing] = None, defaults: Optional[Dict[str, str]] = None
@@ -154,7 +164,7 @@ class Exchange:
 
     def where(self, route: str) -> str:
         """How messages name ``route`` on this endpoint."""
-        return f"memory API {strip_query(route)} on {self.endpoint.host}"
+        return route_name(route, self.endpoint.host)
 
     def encode(self, body: Body) -> Optional[bytes]:
         """The body as sent; a value JSON cannot carry is the build failure."""
@@ -170,32 +180,33 @@ class Exchange:
             raise UnsupportedError(f"the {self.surface.name} API has no whoami route")
         return route
 
-    def _relative(self, route: str) -> str:
-        """The route as a checked relative reference (joined to the endpoint's base)."""
-        relative = route.lstrip("/")
-        if _ROUTE.fullmatch(relative) is None:
-            shown = _SHOWN_ROUTE.sub("?", strip_query(relative))[:100]
-            raise EngineError(f"API path `{shown}` is invalid")
-        return relative
+    @staticmethod
+    def _invalid_route(relative: str) -> EngineError:
+        """The error for a route that is not a plain relative reference (its query not shown)."""
+        shown = _SHOWN_ROUTE.sub("?", strip_query(relative))[:100]
+        return EngineError(f"API path `{shown}` is invalid")
 
     def attempt(self, request: Request, deadline: Deadline) -> Response:
         """Build and send one request, then read and map its answer (engine.md §5.4–5.6)."""
         route = request.route
         if not isinstance(route, str):
             raise TypeError(f"route must be a str, not {type(route).__name__}")
-        where = self.where(route)
         family = self.family
-        family.pause.wait(deadline, where)
-        relative = self._relative(route)
+        pause = family.pause
+        if pause.holding():
+            pause.wait(deadline, self.where(route))
+        # The route as a checked relative reference (joined to the endpoint's base).
+        relative = route.lstrip("/")
+        if _ROUTE.fullmatch(relative) is None:
+            raise self._invalid_route(relative)
         signed = self._signed
         if signed is None:
             bearer = authorization(self.credential)
             scrubbed = _scrubber(bearer)
+            headers = _base_headers(bearer, self.defaults)
         else:
-            bearer, scrubbed = signed
-        headers = {"Authorization": bearer}
-        headers.update(self.defaults)
-        headers["Accept-Encoding"] = "identity"
+            scrubbed, base = signed
+            headers = base.copy()
         payload = request.payload
         if payload is not None:
             headers["Content-Type"] = "application/json"
@@ -204,7 +215,8 @@ class Exchange:
             if not settled:
                 value = family.actor.header(lambda: self._whoami(deadline))
                 # The lookup may have met a 429; this request comes later, so it waits too.
-                family.pause.wait(deadline, where)
+                if pause.holding():
+                    pause.wait(deadline, self.where(route))
             if value is not None:
                 headers["X-Cortex-Actor"] = value
         if request.claim is not None:
@@ -215,7 +227,7 @@ class Exchange:
         by_deadline = left is not None and left < limit
         seconds = left if left is not None and by_deadline else limit
         if seconds <= 0:
-            raise deadline.error(where)
+            raise deadline.error(self.where(route))
         if by_deadline or self._timeout is None:
             connect = min(self.timing.connect_timeout, seconds)
             timeout = _urllib3().Timeout(connect=connect, read=seconds)
@@ -254,7 +266,7 @@ class Exchange:
                 if not is_body_fault(exc):
                     raise
                 if watch.expired():
-                    raise self._timed_out(deadline, by_deadline, where, None) from exc
+                    raise self._timed_out(deadline, by_deadline, route, None) from exc
                 endpoint = self.endpoint
                 hide = (endpoint.base + relative, endpoint.path + relative, relative)
                 if family.proxy is not None and isinstance(exc, u3.ProxyError):
@@ -267,7 +279,6 @@ class Exchange:
                 response,
                 request,
                 watch=watch,
-                where=where,
                 deadline=deadline,
                 by_deadline=by_deadline,
                 scrubbed=scrubbed,
@@ -276,13 +287,13 @@ class Exchange:
             watchdog.disarm(watch)
 
     def _timed_out(
-        self, deadline: Deadline, by_deadline: bool, where: str, phase: Optional[str]
+        self, deadline: Deadline, by_deadline: bool, route: str, phase: Optional[str]
     ) -> UnavailableError:
         if by_deadline:
-            return deadline.error(where)
+            return deadline.error(self.where(route))
         if phase is None:
             return transport_failure(TimeoutError(), host=self.endpoint.host, timed_out=True)
-        return UnavailableError(f"{where}: timed out {phase}")
+        return UnavailableError(f"{self.where(route)}: timed out {phase}")
 
     def _answer(
         self,
@@ -290,11 +301,11 @@ class Exchange:
         request: Request,
         *,
         watch: Watch,
-        where: str,
         deadline: Deadline,
         by_deadline: bool,
         scrubbed: Scrubber,
     ) -> Response:
+        # How messages name the request is built only on a failure path.
         status = int(response.status)
         read = request.read
         ok = 200 <= status < 300
@@ -318,6 +329,7 @@ class Exchange:
             try:
                 raw = read_success_body(response, watch)
             except BodyTooLarge as exc:
+                where = self.where(request.route)
                 if exc.declared is not None:
                     raise EngineError(
                         f"{where}: the response declares {exc.declared} bytes, "
@@ -328,18 +340,19 @@ class Exchange:
                 ) from None
             except BodyTimeout:
                 raise self._timed_out(
-                    deadline, by_deadline, where, "while reading the response body"
+                    deadline, by_deadline, request.route, "while reading the response body"
                 ) from None
             except BodyCut as exc:
                 raise UnavailableError(
-                    f"{where}: the response body was cut off while reading"
+                    f"{self.where(request.route)}: the response body was cut off while reading"
                 ) from exc
             except BodyUndecodable as exc:
                 raise EngineError(
-                    f"{where}: the response body could not be decoded ({exc})"
+                    f"{self.where(request.route)}: the response body could not be decoded ({exc})"
                 ) from None
         if not ok:
-            logger.debug("%s answered HTTP %d", where, status)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s answered HTTP %d", self.where(request.route), status)
             raise status_failure(
                 status,
                 bytes(raw),
@@ -359,7 +372,6 @@ class Exchange:
             hosted=self.surface.hosted,
             route=request.route,
             host=self.endpoint.host,
-            where=where,
             scrubbed=scrubbed,
             listing=read is _LISTING,
         )

@@ -52,6 +52,7 @@ __all__ = [
     "clean_code",
     "health_reason",
     "is_body_fault",
+    "route_name",
     "status_failure",
     "status_text",
     "strip_query",
@@ -137,6 +138,11 @@ def strip_query(route: str) -> str:
     return route
 
 
+def route_name(route: str, host: str) -> str:
+    """How messages name ``route`` on ``host``: ``memory API <path> on <host>`` (no query)."""
+    return f"memory API {strip_query(route)} on {host}"
+
+
 def _parse_object(body: bytes) -> Optional[Dict[str, object]]:
     try:
         parsed = json.loads(body)
@@ -176,7 +182,7 @@ def status_failure(
     authorization value) before they enter the message.
     """
     scrubbed = scrubbed if scrubbed is not None else Scrubber()
-    where = f"memory API {strip_query(route)} on {host}"
+    where = route_name(route, host)
     shown = status_text(status)
     fields = _parse_object(body) if body else None
     variant_status = status

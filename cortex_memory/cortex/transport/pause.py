@@ -87,6 +87,17 @@ class RateLimitPause:
             until = self._until
         return max(0.0, until - self._clock())
 
+    def holding(self) -> bool:
+        """True while requests must still wait (the clock is read only once a pause was noted).
+
+        The transport asks this before every attempt and calls :meth:`wait` only
+        when it is true, so an unpaused request never builds the name ``wait``
+        would put in a deadline error.
+        """
+        with self._lock:
+            until = self._until
+        return until > 0.0 and until > self._clock()
+
     def wait(self, deadline: Deadline, where: str) -> None:
         """Block until the pause is over; raise when the deadline would pass first."""
         while True:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from cortex_memory.cortex.transport.body import RawBody
-from cortex_memory.cortex.transport.failure import status_failure
+from cortex_memory.cortex.transport.failure import route_name, status_failure
 from cortex_memory.cortex.transport.redact import Scrubber
 from cortex_memory.cortex.transport.surface import unwrap_hosted
 from cortex_memory.errors import EngineError
@@ -212,7 +212,7 @@ def decode_data(
     hosted: bool,
     route: str,
     host: str,
-    where: str,
+    where: Optional[str] = None,
     scrubbed: Optional[Scrubber] = None,
     listing: bool = False,
 ) -> object:
@@ -220,8 +220,9 @@ def decode_data(
 
     An empty Direct body is ``None``. Invalid JSON is an ``EngineError``; a
     hosted envelope that says ``ok: false`` maps like the failure status it
-    describes. ``listing``: the body is a listing, whose repeated elements are
-    parsed once (the same value; see ``_parse_listing``).
+    describes. ``where`` names the request in messages (by default as the
+    transport names ``route`` on ``host``). ``listing``: the body is a listing,
+    whose repeated elements are parsed once (the same value; see ``_parse_listing``).
     """
     if not raw and not hosted:
         return None
@@ -230,10 +231,11 @@ def decode_data(
     except (ValueError, RecursionError):
         # RecursionError: nesting deeper than the parser's recursion limit, which a
         # body far under the size cap can reach.
+        where = where if where is not None else route_name(route, host)
         raise EngineError(f"{where} returned invalid JSON") from None
     if not hosted:
         return value
-    unwrapped = unwrap_hosted(value, where)
+    unwrapped = unwrap_hosted(value, where if where is not None else route_name(route, host))
     if unwrapped.ok:
         return unwrapped.data
     raise status_failure(
