@@ -7,6 +7,7 @@ content (contract.md §4.1, §5).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Dict, Iterable, Optional, Tuple, cast
 
@@ -71,6 +72,15 @@ ItemId = str
 
 _DEFAULT_META = MemoryMeta()
 
+# The identity JSON of an item that holds no float is written by the C
+# encoder: on ``str``, ``int``, ``bool``, ``None``, ``dict``, ``list`` and
+# ``tuple`` values it writes the very bytes :func:`dumps` writes (the same C
+# string escaper, integers by ``int.__repr__``), a few times faster. Floats
+# (a learning's float32 confidence) need the contract's own printer.
+_FLOAT_FREE_JSON = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), check_circular=False
+)
+
 
 class StoreItem:
     """An item to store: a :class:`Document`, :class:`Conversation` or :class:`Learning`.
@@ -125,12 +135,18 @@ class StoreItem:
             if any(text is not None and len(text) > LONG_STR for text in self._texts()):
                 # Hashed as it is written: no whole copy of a long text is held.
                 cached = hash_value(self.identity_json())
+            elif self._float_free():
+                cached = hash_json(_FLOAT_FREE_JSON.encode(self.identity_json()))
             else:
                 cached = hash_json(dumps(self.identity_json()))
             # A frozen instance may still cache in its own __dict__; the value
             # depends only on fields, and a racing thread computes the same one.
             self.__dict__["_fingerprint"] = cached
         return cached
+
+    def _float_free(self) -> bool:
+        """True when :meth:`identity_json` surely holds no float (see ``_FLOAT_FREE_JSON``)."""
+        return False
 
     def validate(self) -> None:
         """Raise ``InvalidRequestError`` when an engine must refuse this item."""
@@ -250,6 +266,14 @@ class Document(StoreItem):
     def _texts(self) -> Iterable[Optional[str]]:
         return (self.title, self.body.text if isinstance(self.body, TextBody) else None)
 
+    def _float_free(self) -> bool:
+        # Exact types only: a subclass could write anything.
+        return (
+            type(self) is Document
+            and type(self.body) in (TextBody, UriBody)
+            and type(self.meta) is MemoryMeta
+        )
+
     def render_text(self) -> str:
         """``"# {title}\\n\\n{body}"`` when the title is not blank, else the body."""
         body = self.body.render()
@@ -307,6 +331,13 @@ class Conversation(StoreItem):
 
     def _texts(self) -> Iterable[Optional[str]]:
         return (turn.text for turn in self.turns)
+
+    def _float_free(self) -> bool:
+        return (
+            type(self) is Conversation
+            and type(self.meta) is MemoryMeta
+            and all(type(turn) is Turn for turn in self.turns)
+        )
 
     def render_text(self) -> str:
         """One line per turn (``"user: hi\\nassistant: yo"``)."""
@@ -424,6 +455,17 @@ class StoreReceipt(Wire):
     id: ItemId
     replayed: bool
     replaced: Tuple[ItemId, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Engines answer one receipt per stored item: with the exact types
+        # (the common case) the shape's checks can neither fail nor change a field.
+        if not (
+            type(self.id) is str
+            and type(self.replayed) is bool
+            and type(self.replaced) is tuple
+            and not self.replaced
+        ):
+            super().__post_init__()
 
 
 def validate_many(items: Iterable[StoreItem]) -> Tuple[StoreItem, ...]:

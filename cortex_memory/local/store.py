@@ -21,6 +21,8 @@ import json
 import re
 import sqlite3
 from functools import lru_cache
+from itertools import compress
+from operator import is_not
 from typing import (
     Dict,
     Iterable,
@@ -91,6 +93,8 @@ ITEM_COLUMNS = (
 
 
 _TEXT = ITEM_COLUMNS.index("text")
+_POSITIONS = range(len(ITEM_COLUMNS))
+_NONES = (None,) * len(ITEM_COLUMNS)
 #: Characters from which a text counts as long. sqlite3 keeps the values last
 #: bound to a statement until it runs again, so a long text is written by a
 #: statement that is then run once more with nothing to insert (SQLite lets the
@@ -236,8 +240,11 @@ def prepare(item: StoreItem) -> Prepared:
         text,
         stored_json(item),
     )
-    present = tuple(i for i, value in enumerate(row) if value is not None)
-    return Prepared(item_id, present, tuple(row[i] for i in present), text, None)
+    # The filled columns and their values, picked in C (an item fills about half).
+    filled = list(map(is_not, row, _NONES))
+    return Prepared(
+        item_id, tuple(compress(_POSITIONS, filled)), tuple(compress(row, filled)), text, None
+    )
 
 
 def _title_prefix(title: object) -> str:
