@@ -7,7 +7,6 @@ content (contract.md §4.1, §5).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Dict, Iterable, Optional, Tuple, cast
 
@@ -40,7 +39,7 @@ from cortex_memory.contract.content import (
     UriBody,
 )
 from cortex_memory.contract.fingerprint import hash_json, hash_value
-from cortex_memory.contract.jsonfmt import F32, LONG_STR, dumps
+from cortex_memory.contract.jsonfmt import F32, LONG_STR, c_dumps, dumps
 from cortex_memory.contract.limits import MAX_ITEM_BYTES, MAX_STORE_MANY
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.text import is_blank
@@ -72,14 +71,6 @@ ItemId = str
 
 _DEFAULT_META = MemoryMeta()
 
-# The identity JSON of an item that holds no float is written by the C
-# encoder: on ``str``, ``int``, ``bool``, ``None``, ``dict``, ``list`` and
-# ``tuple`` values it writes the very bytes :func:`dumps` writes (the same C
-# string escaper, integers by ``int.__repr__``), a few times faster. Floats
-# (a learning's float32 confidence) need the contract's own printer.
-_FLOAT_FREE_JSON = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), check_circular=False
-)
 
 
 class StoreItem:
@@ -136,7 +127,8 @@ class StoreItem:
                 # Hashed as it is written: no whole copy of a long text is held.
                 cached = hash_value(self.identity_json())
             elif self._float_free():
-                cached = hash_json(_FLOAT_FREE_JSON.encode(self.identity_json()))
+                # Written in C: without floats, the same bytes as dumps().
+                cached = hash_json(c_dumps(self.identity_json()))
             else:
                 cached = hash_json(dumps(self.identity_json()))
             # A frozen instance may still cache in its own __dict__; the value
@@ -145,7 +137,7 @@ class StoreItem:
         return cached
 
     def _float_free(self) -> bool:
-        """True when :meth:`identity_json` surely holds no float (see ``_FLOAT_FREE_JSON``)."""
+        """True when :meth:`identity_json` surely holds no float (``c_dumps`` may write it)."""
         return False
 
     def validate(self) -> None:

@@ -46,6 +46,7 @@ from cortex_memory.contract import (
     TextBody,
     is_blank,
 )
+from cortex_memory.contract.jsonfmt import c_dumps
 from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local import beliefs
 from cortex_memory.local.corpus import ITEMS
@@ -145,7 +146,6 @@ def _write_long(
 # it (the contract's own writer is for bytes other implementations must
 # match; any JSON that ``json.loads`` reads back to the same value serves
 # here, floats included, since ``repr`` round-trips them exactly).
-_STORED_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 _ID_PREFIX = re.compile(r"[0-9a-f]{16}")
 
@@ -264,7 +264,7 @@ def stored_json(item: StoreItem) -> str:
         value["body"] = {"text": None}
     elif isinstance(item, Learning):
         value["text"] = None
-    return _STORED_JSON.encode(value)
+    return c_dumps(value)
 
 
 def _restore(value: object, text: str) -> object:
