@@ -72,7 +72,6 @@ ItemId = str
 _DEFAULT_META = MemoryMeta()
 
 
-
 class StoreItem:
     """An item to store: a :class:`Document`, :class:`Conversation` or :class:`Learning`.
 

@@ -483,7 +483,7 @@ _C_WRITER = _c_writer()
 def c_dumps(value: Any) -> str:
     """Compact JSON by the C encoder: on a value that holds no float (``str``,
     ``int``, ``bool``, ``None``, ``dict`` with ``str`` keys, ``list``, ``tuple``)
-    exactly what :func:`dumps` writes, several times faster; a float is written
+    exactly what :func:`dumps` writes, in C; a float is written
     by ``repr`` (not serde_json's printer), so values that hold one need :func:`dumps`.
     """
     if type(value) is str:
