@@ -39,7 +39,7 @@ from cortex_memory.contract.content import (
     UriBody,
 )
 from cortex_memory.contract.fingerprint import hash_json, hash_value
-from cortex_memory.contract.jsonfmt import F32, LONG_STR, dumps
+from cortex_memory.contract.jsonfmt import F32, LONG_STR, c_dumps, dumps
 from cortex_memory.contract.limits import MAX_ITEM_BYTES, MAX_STORE_MANY
 from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.text import is_blank
@@ -125,12 +125,19 @@ class StoreItem:
             if any(text is not None and len(text) > LONG_STR for text in self._texts()):
                 # Hashed as it is written: no whole copy of a long text is held.
                 cached = hash_value(self.identity_json())
+            elif self._float_free():
+                # Written in C: without floats, the same bytes as dumps().
+                cached = hash_json(c_dumps(self.identity_json()))
             else:
                 cached = hash_json(dumps(self.identity_json()))
             # A frozen instance may still cache in its own __dict__; the value
             # depends only on fields, and a racing thread computes the same one.
             self.__dict__["_fingerprint"] = cached
         return cached
+
+    def _float_free(self) -> bool:
+        """True when :meth:`identity_json` surely holds no float (``c_dumps`` may write it)."""
+        return False
 
     def validate(self) -> None:
         """Raise ``InvalidRequestError`` when an engine must refuse this item."""
@@ -250,6 +257,14 @@ class Document(StoreItem):
     def _texts(self) -> Iterable[Optional[str]]:
         return (self.title, self.body.text if isinstance(self.body, TextBody) else None)
 
+    def _float_free(self) -> bool:
+        # Exact types only: a subclass could write anything.
+        return (
+            type(self) is Document
+            and type(self.body) in (TextBody, UriBody)
+            and type(self.meta) is MemoryMeta
+        )
+
     def render_text(self) -> str:
         """``"# {title}\\n\\n{body}"`` when the title is not blank, else the body."""
         body = self.body.render()
@@ -307,6 +322,13 @@ class Conversation(StoreItem):
 
     def _texts(self) -> Iterable[Optional[str]]:
         return (turn.text for turn in self.turns)
+
+    def _float_free(self) -> bool:
+        return (
+            type(self) is Conversation
+            and type(self.meta) is MemoryMeta
+            and all(type(turn) is Turn for turn in self.turns)
+        )
 
     def render_text(self) -> str:
         """One line per turn (``"user: hi\\nassistant: yo"``)."""
@@ -424,6 +446,17 @@ class StoreReceipt(Wire):
     id: ItemId
     replayed: bool
     replaced: Tuple[ItemId, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Engines answer one receipt per stored item: with the exact types
+        # (the common case) the shape's checks can neither fail nor change a field.
+        if not (
+            type(self.id) is str
+            and type(self.replayed) is bool
+            and type(self.replaced) is tuple
+            and not self.replaced
+        ):
+            super().__post_init__()
 
 
 def validate_many(items: Iterable[StoreItem]) -> Tuple[StoreItem, ...]:

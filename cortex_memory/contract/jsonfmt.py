@@ -24,6 +24,7 @@ from cortex_memory.errors import InvalidRequestError
 __all__ = [
     "F32",
     "LONG_STR",
+    "c_dumps",
     "dumps",
     "format_f32",
     "format_f64",
@@ -454,3 +455,37 @@ def _key(key: object) -> str:
     if isinstance(key, str):
         return str.__str__(key)
     raise TypeError(f"contract JSON object keys must be str, not {type(key).__name__}")
+
+
+def _c_writer() -> Callable[[Any], str]:
+    """The C encoder's compact writer, built once (``JSONEncoder.encode`` builds
+    it again on every call); ``encode`` itself where the C one is missing."""
+    encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython has it
+        return encoder.encode
+    try:
+        chunks = make(None, encoder.default, _encode_str, None, ":", ",", False, False, True)
+    except TypeError:  # pragma: no cover - a C encoder of another signature
+        return encoder.encode
+
+    def write(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    # Checked once: a C encoder that writes otherwise is not used.
+    sample = {"a": ["\u00e9\n", 1, None, True, ()]}
+    return write if write(sample) == encoder.encode(sample) else encoder.encode
+
+
+_C_WRITER = _c_writer()
+
+
+def c_dumps(value: Any) -> str:
+    """Compact JSON by the C encoder: on a value that holds no float (``str``,
+    ``int``, ``bool``, ``None``, ``dict`` with ``str`` keys, ``list``, ``tuple``)
+    exactly what :func:`dumps` writes, in C; a float is written
+    by ``repr`` (not serde_json's printer), so values that hold one need :func:`dumps`.
+    """
+    if type(value) is str:
+        return _encode_str(value)
+    return _C_WRITER(value)

@@ -55,7 +55,9 @@ from cortex_memory.contract import (
     TurnRange,
     UriBody,
     WriteOptions,
+    fingerprint_json,
 )
+from cortex_memory.contract.fingerprint import hash_json
 from cortex_memory.contract.jsonfmt import dumps
 from cortex_memory.errors import InvalidRequestError
 
@@ -141,6 +143,14 @@ def test_items_round_trip_exactly(item: StoreItem) -> None:
     _round_trips(item)
     back = StoreItem.from_json(json.loads(dumps(item.to_json())))
     assert back.fingerprint() == item.fingerprint()
+
+
+@settings(max_examples=200, deadline=None)
+@given(items)
+def test_fingerprint_hashes_the_contract_writers_bytes(item: StoreItem) -> None:
+    # Documents and conversations are hashed through the C encoder: the
+    # bytes must be the contract writer's, for every text, meta and turn.
+    assert item.fingerprint() == hash_json(fingerprint_json(item))
 
 
 @settings(max_examples=100, deadline=None)

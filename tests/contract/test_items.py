@@ -241,6 +241,11 @@ def test_constructors_normalise_and_refuse_wrong_types() -> None:
         Learning("x", "hunch", 0.5)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         StoreReceipt("id", "yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        StoreReceipt(7, False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        StoreReceipt("id", 1)  # type: ignore[arg-type]
+    assert StoreReceipt("id", False, []).replaced == ()  # type: ignore[arg-type]
 
 
 def test_with_meta_and_hashing() -> None:

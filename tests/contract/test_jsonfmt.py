@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from cortex_memory.contract import ItemKind
 from cortex_memory.contract.jsonfmt import (
     F32,
+    c_dumps,
     dumps,
     format_f32,
     format_f64,
@@ -447,3 +448,26 @@ def test_dumps_accepts_mapping_and_sequence_subclasses() -> None:
     ordered = OrderedDict([("b", Items([1, Score(0.5)])), ("a", None)])
     assert dumps(ordered) == '{"b":[1,0.5],"a":null}'
     assert dumps([ordered, (F32(0.25),)]) == '[{"b":[1,0.5],"a":null},[0.25]]'
+
+
+_float_free = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.lists(inner, max_size=3).map(tuple)
+    | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_float_free)
+def test_c_dumps_writes_the_contract_bytes_of_float_free_values(value: Any) -> None:
+    assert c_dumps(value) == dumps(value)
+
+
+def test_c_dumps_writes_enums_and_floats_readably_and_refuses_other_types() -> None:
+    value = {"kind": ItemKind.DOCUMENT, "n": 3}
+    assert c_dumps(value) == dumps(value) == '{"kind":"document","n":3}'
+    assert json.loads(c_dumps({"x": 0.1, "y": [1e300]})) == {"x": 0.1, "y": [1e300]}
+    with pytest.raises(TypeError):
+        c_dumps({"x": object()})
