@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
-from cortex_memory.contract.jsonfmt import dumps
+from cortex_memory.contract.jsonfmt import c_dumps, dumps
 from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
 from cortex_memory.cortex.envelope.envelope import Envelope, parse_envelope
 from cortex_memory.cortex.envelope.labels import (
@@ -117,7 +117,10 @@ def encode_checked(env: Envelope) -> Encoded:
     # and ``"text":""`` for the text member: ``dumps`` writes members one after
     # another, so the v2 size follows from the v3 JSON without writing v2, which
     # is only written when it is sent.
-    v3 = dumps(env.to_json(3, text=""))
+    # Only a learning's confidence (an F32) is a number the C encoder would write
+    # differently; every other member is text, an integer or a list or object of
+    # them, which ``c_dumps`` writes byte for byte as ``dumps`` does, in C.
+    v3 = (dumps if env.confidence is not None else c_dumps)(env.to_json(3, text=""))
     size = _utf8_len(v3) - len('""') + _utf8_len(dumps(env.text))
     if size > MAX_EVENT_BYTES:
         raise InvalidRequestError(
