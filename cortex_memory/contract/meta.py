@@ -351,7 +351,8 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
     tags, a namespace, a timestamp and a source kind. This reads the members
     present (not every field by name) and returns None, for the full read, at
     anything else: a member of the wrong type (whose error must be the one the
-    full read finds first), turns, a tool call, an actor, a source with an id.
+    full read finds first), turns, a tool call, an actor, a source with no kind
+    or a retired one.
     A meta it returns equals the one the full read builds: every member the
     full read looks at was read here by the same rules, and unknown members
     are ignored by both. A null member reads as missing in both.
@@ -371,12 +372,19 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
                 return None
             found[key] = value
         elif key == "source":
-            if type(value) is not dict or len(value) != 1:
+            if type(value) is not dict:
                 return None
             kind = value.get("kind")
             source = _SOURCE_OF_VALUE.get(kind) if type(kind) is str else None
             if source is None:
-                return None
+                return None  # no kind, a retired or unknown one: the full read
+            source_id = value.get("id")
+            if source_id is not None:
+                if type(source_id) is not str:
+                    return None
+                # Source(kind, id) with its checks passed: a SourceKind, a str id.
+                source = object.__new__(Source)
+                source.__dict__.update(kind=_KIND_OF_VALUE[kind], id=source_id)
             found["source"] = source
         elif key == "tags":
             if type(value) is not list:
@@ -418,6 +426,7 @@ _DEFAULT_FIELDS: Dict[str, Any] = {
 }
 _COMMON_STRINGS = frozenset((*_META_STRINGS, "agent_id"))
 _SOURCE_OF_VALUE = {kind.value: source for kind, source in _SOURCE_OF_KIND.items()}
+_KIND_OF_VALUE = {kind.value: kind for kind in SourceKind}
 # The members the full read knows that common_meta leaves to it.
 _FULL_READ_ONLY = frozenset(("turns", "tool_call", "observed_actor"))
 
