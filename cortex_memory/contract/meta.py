@@ -382,9 +382,11 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
             if source_id is not None:
                 if type(source_id) is not str:
                     return None
-                # Source(kind, id) with its checks passed: a SourceKind, a str id.
-                source = object.__new__(Source)
-                source.__dict__.update(kind=_KIND_OF_VALUE[kind], id=source_id)
+                # Source(kind, id) with its checks passed (a SourceKind, a str id),
+                # the kind taken from the shared source of that kind.
+                with_id = object.__new__(Source)
+                with_id.__dict__.update(kind=source.kind, id=source_id)
+                source = with_id
             found["source"] = source
         elif key == "tags":
             if type(value) is not list:
@@ -426,7 +428,6 @@ _DEFAULT_FIELDS: Dict[str, Any] = {
 }
 _COMMON_STRINGS = frozenset((*_META_STRINGS, "agent_id"))
 _SOURCE_OF_VALUE = {kind.value: source for kind, source in _SOURCE_OF_KIND.items()}
-_KIND_OF_VALUE = {kind.value: kind for kind in SourceKind}
 # The members the full read knows that common_meta leaves to it.
 _FULL_READ_ONLY = frozenset(("turns", "tool_call", "observed_actor"))
 
