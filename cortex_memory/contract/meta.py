@@ -304,6 +304,14 @@ class MemoryMeta:
             quick = common_meta(o)
             if quick is not None:
                 return quick
+        return cls._read(o)
+
+    @classmethod
+    def _read(cls, o: Dict[str, Any]) -> MemoryMeta:
+        """The full read of :meth:`from_json` (``o`` non-empty), without ``common_meta``.
+
+        For a reader that tried ``common_meta`` itself and got None.
+        """
         get = o.get
         found = dict(_DEFAULT_FIELDS)
         for name in _META_STRINGS:
@@ -385,7 +393,9 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
                 # Source(kind, id) with its checks passed (a SourceKind, a str id),
                 # the kind taken from the shared source of that kind.
                 with_id = object.__new__(Source)
-                with_id.__dict__.update(kind=source.kind, id=source_id)
+                fields_of = with_id.__dict__
+                fields_of["kind"] = source.kind
+                fields_of["id"] = source_id
                 source = with_id
             found["source"] = source
         elif key == "tags":

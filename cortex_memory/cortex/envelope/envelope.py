@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple, TypeVar
 
 from cortex_memory.contract.items import ItemKind, LearningKind, Role
 from cortex_memory.contract.jsonfmt import F32, format_timestamp, parse_timestamp, to_f32
-from cortex_memory.contract.meta import MemoryMeta, ToolCallRef
+from cortex_memory.contract.meta import MemoryMeta, ToolCallRef, common_meta
 from cortex_memory.errors import Error
 
 __all__ = [
@@ -285,9 +285,11 @@ def _meta(value: object) -> MemoryMeta:
     o = _obj(value)
     if not o:
         return _DEFAULT_META
+    quick = common_meta(o)
+    if quick is not None:
+        return quick
     try:
-        # common_meta first (inside from_json), then the full read: once each.
-        return MemoryMeta.from_json(o)
+        return MemoryMeta._read(o)  # common_meta said None: the full read, once
     except Error:
         observed = o.get("observed_at")
         if type(observed) is not str:
