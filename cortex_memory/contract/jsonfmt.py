@@ -258,6 +258,15 @@ _TIMESTAMP = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
     r"(?:\.([0-9]{1,9}))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
 )
+# What format_timestamp writes (``Z``; 0, 3 or 6 fraction digits; hours, minutes and
+# seconds in range): every character fixed, so datetime.fromisoformat reads it the
+# same on every Python (the date's ranges are the constructor's) at a fraction of
+# the general path's cost: its seven int() calls. Decoding reads one or two per event.
+_WRITTEN = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(?:\.[0-9]{3}(?:[0-9]{3})?)?Z"
+)
+_FROM_ISO = datetime.fromisoformat
 
 
 def _utc(value: datetime) -> datetime:
@@ -303,6 +312,12 @@ def parse_timestamp(text: str, *, truncate: bool = False) -> datetime:
     ``datetime`` and are refused, unless ``truncate`` is set (readers of server
     times that may carry nanoseconds). Failures are ``InvalidRequestError``.
     """
+    if type(text) is str and _WRITTEN.fullmatch(text) is not None:
+        try:
+            # ``+00:00`` gives the timezone.utc singleton, as the general path sets.
+            return _FROM_ISO(text[:-1] + "+00:00")
+        except ValueError:
+            pass  # a day past its month, year 0: the general path words the refusal
     match = _TIMESTAMP.fullmatch(text) if isinstance(text, str) else None
     if match is None:
         raise InvalidRequestError(f"invalid timestamp {_quote(text)}")

@@ -304,6 +304,14 @@ class MemoryMeta:
             quick = common_meta(o)
             if quick is not None:
                 return quick
+        return cls._read(o)
+
+    @classmethod
+    def _read(cls, o: Dict[str, Any]) -> MemoryMeta:
+        """The full read of :meth:`from_json` (``o`` non-empty), without ``common_meta``.
+
+        For a reader that tried ``common_meta`` itself and got None.
+        """
         get = o.get
         found = dict(_DEFAULT_FIELDS)
         for name in _META_STRINGS:
@@ -351,7 +359,8 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
     tags, a namespace, a timestamp and a source kind. This reads the members
     present (not every field by name) and returns None, for the full read, at
     anything else: a member of the wrong type (whose error must be the one the
-    full read finds first), turns, a tool call, an actor, a source with an id.
+    full read finds first), turns, a tool call, an actor, a source with no kind
+    or a retired one.
     A meta it returns equals the one the full read builds: every member the
     full read looks at was read here by the same rules, and unknown members
     are ignored by both. A null member reads as missing in both.
@@ -371,12 +380,23 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
                 return None
             found[key] = value
         elif key == "source":
-            if type(value) is not dict or len(value) != 1:
+            if type(value) is not dict:
                 return None
             kind = value.get("kind")
             source = _SOURCE_OF_VALUE.get(kind) if type(kind) is str else None
             if source is None:
-                return None
+                return None  # no kind, a retired or unknown one: the full read
+            source_id = value.get("id")
+            if source_id is not None:
+                if type(source_id) is not str:
+                    return None
+                # Source(kind, id) with its checks passed (a SourceKind, a str id),
+                # the kind taken from the shared source of that kind.
+                with_id = object.__new__(Source)
+                fields_of = with_id.__dict__
+                fields_of["kind"] = source.kind
+                fields_of["id"] = source_id
+                source = with_id
             found["source"] = source
         elif key == "tags":
             if type(value) is not list:

@@ -4,15 +4,19 @@ Each shortcut is checked against a literal copy of the code it replaced, on
 generated input, valid and not: the envelope reader (checks written out, fields
 set directly), the one-part label join, ``MemoryMeta.from_json`` (fields set
 directly), ``WireEnum.parse`` (a lookup before calling the class), and the
-exact-type fast paths of ``Hit`` and ``Learning`` construction. Same values,
+exact-type fast paths of ``Hit`` and ``Learning`` construction; and from the
+decode pass of issue 13 (B5): written ``tm:e:`` parts read without the general
+loop, turns and tool calls built directly, a source with an id in
+``common_meta``, and written timestamps through ``fromisoformat``. Same values,
 same "not ours", same errors with the same messages.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -45,7 +49,13 @@ from cortex_memory.contract.items import (
     TextBody,
     Turn,
 )
-from cortex_memory.contract.jsonfmt import to_f32
+from cortex_memory.contract.jsonfmt import (
+    _WRITTEN,
+    _quote,
+    format_timestamp,
+    parse_timestamp,
+    to_f32,
+)
 from cortex_memory.contract.meta import (
     MemoryMeta,
     ObservedActor,
@@ -53,9 +63,11 @@ from cortex_memory.contract.meta import (
     SourceKind,
     ToolCallRef,
     TurnRange,
+    common_meta,
 )
 from cortex_memory.contract.namespace import Namespace, Reach
 from cortex_memory.contract.responses import Hit
+from cortex_memory.cortex.envelope import codec
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import (
     _load,
@@ -67,7 +79,9 @@ from cortex_memory.cortex.envelope.codec import (
 from cortex_memory.cortex.envelope.envelope import (
     _KINDS,
     _LEARNING_KINDS,
+    _ROLES,
     Envelope,
+    TurnInfo,
     _chunk,
     _member,
     _meta,
@@ -76,6 +90,7 @@ from cortex_memory.cortex.envelope.envelope import (
     _opt_str,
     _str_tuple,
     _turn,
+    _u32,
     parse_envelope,
 )
 from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
@@ -89,6 +104,66 @@ def _str(o: Dict[str, Any], key: str) -> str:
     value = o.get(key)
     if type(value) is not str:
         raise _NotOurs
+    return value
+
+
+def reference_turn(value: object) -> Optional[TurnInfo]:
+    if value is None:
+        return None
+    o = _obj(value)
+    at = _opt_str(o, "at")
+    calls = o.get("tool_calls")
+    tool_calls: Tuple[ToolCallRef, ...] = ()
+    if calls is not None:
+        if type(calls) is not list:
+            raise _NotOurs
+        tool_calls = tuple(ToolCallRef.from_json(call) for call in calls)
+    return TurnInfo(
+        index=_u32(o.get("index")),
+        count=_u32(o.get("count")),
+        role=_member(_ROLES, o.get("role")),
+        at=None if at is None else reference_parse_timestamp(at, truncate=True),
+        tool_calls=tool_calls,
+    )
+
+
+_REFERENCE_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
+)
+
+
+def reference_parse_timestamp(text: str, *, truncate: bool = False) -> datetime:
+    match = _REFERENCE_TIMESTAMP.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        raise InvalidRequestError(f"invalid timestamp {_quote(text)}")
+    year, month, day, hour, minute, second, frac, zulu, sign, off_h, off_m = match.groups()
+    micros = 0
+    if frac:
+        if len(frac) > 6 and not truncate and frac[6:].strip("0"):
+            raise InvalidRequestError(
+                f"timestamp {_quote(text)} has sub-microsecond digits, which cannot round-trip"
+            )
+        micros = int(frac[:6].ljust(6, "0"))
+    try:
+        value = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            micros,
+            tzinfo=timezone.utc,
+        )
+        if not zulu:
+            hours, minutes = int(off_h), int(off_m)
+            if hours > 23 or minutes > 59:
+                raise ValueError("offset out of range")
+            offset = timedelta(hours=hours, minutes=minutes)
+            value = value - offset if sign == "+" else value + offset
+    except (ValueError, OverflowError):
+        raise InvalidRequestError(f"invalid timestamp {_quote(text)}") from None
     return value
 
 
@@ -118,7 +193,7 @@ def _reference_parse(value: object, text: Optional[str]) -> Envelope:
         learning_kind=None if learning_kind is None else _member(_LEARNING_KINDS, learning_kind),
         confidence=confidence,
         evidence=_opt_str(o, "evidence"),
-        turn=_turn(o.get("turn")),
+        turn=reference_turn(o.get("turn")),
         chunk=_chunk(o.get("chunk")),
         v=version,
     )
@@ -782,3 +857,198 @@ def test_the_quick_hit_leaves_odd_members_to_the_general_path() -> None:
         labels = list(good["context"]["labels"])
         labels[-1] = "tm:e:00:" + json.dumps({k: v for k, v in part.items() if k != missing})
         assert keeper.quick_hit({**good, "context": {"labels": labels}}) is None, missing
+
+
+# ------------------------------------------- the decode pass of issue 13 (B5)
+
+_TWO = ["00", "01", "09", "12", "13", "19", "20", "23", "24", "29", "30", "31", "32", "59", "60"]
+
+
+@st.composite
+def timestamps(draw: st.DrawFn) -> str:
+    """Near the written form: every field in and out of range, odd separators and ends."""
+    year = draw(st.sampled_from(["0000", "0001", "1970", "2024", "2025", "9999", "202", "20x5"]))
+    year = draw(st.sampled_from([year, "\u0662\u0660\u0662\u0665"]))
+    month, day, hour, minute, second = (draw(st.sampled_from(_TWO)) for _ in range(5))
+    sep = draw(st.sampled_from(["T", "t", " ", "x"]))
+    digits = draw(st.text(alphabet="0123456789", max_size=10))
+    frac = draw(st.sampled_from(["", "." + digits]))
+    end = draw(st.sampled_from(["Z", "z", "+00:00", "-00:00", "+02:00", "-04:30", "+24:00", ""]))
+    end = draw(st.sampled_from([end, end + "\n", end + " "]))
+    return f"{year}-{month}-{day}{sep}{hour}:{minute}:{second}{frac}{end}"
+
+
+@settings(max_examples=600, deadline=None)
+@given(timestamps() | st.text(max_size=28), st.booleans())
+def test_parse_timestamp_matches_the_code_it_replaced(text: str, truncate: bool) -> None:
+    """The written form's shortcut (fromisoformat) accepts, refuses and words refusals
+    as the general path does; every value is in timezone.utc."""
+    got = outcome(parse_timestamp, text, truncate=truncate)
+    assert got == outcome(reference_parse_timestamp, text, truncate=truncate)
+    if got[0] == "value":
+        assert parse_timestamp(text, truncate=truncate).tzinfo is timezone.utc
+
+
+def test_parse_timestamp_reads_every_written_form() -> None:
+    """Not vacuous: what format_timestamp writes (0, 3 or 6 digits) takes the shortcut."""
+    for micros in (0, 1000, 123000, 1, 999999):
+        at = datetime(2024, 2, 29, 23, 59, 59, micros, tzinfo=timezone.utc)
+        written = format_timestamp(at)
+        assert _WRITTEN.fullmatch(written), written
+        parsed = parse_timestamp(written)
+        assert parsed == at
+        assert parsed.tzinfo is timezone.utc
+    for refused in ("2023-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "2023-04-31T00:00:00.5Z"):
+        with pytest.raises(InvalidRequestError, match="invalid timestamp"):
+            parse_timestamp(refused)
+
+
+def _read(reader: Any, value: object) -> str:
+    """The value's repr, or "refused" for what makes an envelope "not ours"."""
+    try:
+        return repr(reader(value))
+    except (_NotOurs, Error, TypeError, ValueError):
+        return "refused"
+
+
+CALLS = st.lists(
+    st.fixed_dictionaries({"name": st.text(max_size=3)}, optional={"id": SCALARS}) | SCALARS,
+    max_size=3,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "index": st.integers(-1, 2**32) | SCALARS,
+            "count": st.integers(0, 2**33) | SCALARS,
+            "role": st.sampled_from(["user", "assistant", "tool", "x"]) | SCALARS,
+            "at": WHEN | SCALARS,
+            "tool_calls": CALLS | SCALARS,
+            "other": JSON,
+        },
+    )
+    | JSON
+)
+def test_turn_reads_as_the_code_it_replaced(value: Any) -> None:
+    """Turns and their tool calls, built without their constructors, equal the ones the
+    constructors built, and the same turns are refused."""
+    got = _read(_turn, value)
+    assert got == _read(reference_turn, value)
+    if got != "refused" and value is not None:
+        turn = _turn(value)
+        assert turn == reference_turn(value)
+        assert hash(turn) == hash(reference_turn(value))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        {"kind": "file", "id": "s"},
+        {"kind": "file", "id": None},
+        {"kind": "file", "id": ""},
+        {"kind": "file", "id": 5},
+        {"kind": "file", "id": ["s"]},
+        {"kind": "rss", "id": "s"},
+        {"kind": "bogus", "id": "s"},
+        {"kind": None, "id": "s"},
+        {"id": "s"},
+        {"kind": "agent", "id": "s", "other": 1},
+        {"kind": "conversation", "other": 1},
+        {"kind": 5},
+        {},
+        ["file"],
+    ],
+)
+def test_a_source_with_an_id_reads_as_the_code_it_replaced(source: Any) -> None:
+    value = {"thread_id": "t", "source": source}
+    assert outcome(MemoryMeta.from_json, value) == outcome(reference_meta_from_json, value)
+    try:
+        meta = MemoryMeta.from_json(value)
+    except Error:
+        return
+    assert meta == reference_meta_from_json(value)
+    assert hash(meta) == hash(reference_meta_from_json(value))
+    assert meta.source == Source.from_json(source)
+
+
+def test_common_meta_reads_a_source_with_an_id() -> None:
+    """Not vacuous: the shortcut answers for a source kind with an id."""
+    quick = common_meta({"source": {"kind": "file", "id": "s"}, "tags": ["a"]})
+    assert quick == MemoryMeta(source=Source(SourceKind.FILE, "s"), tags=("a",))
+    assert common_meta({"source": {"kind": "rss", "id": "s"}}) is None  # retired: full read
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(envelopes_json(), st.integers(2, 5), st.text(max_size=4))
+def test_decode_event_takes_its_written_parts_shortcut_as_from_labels_reads(
+    value: Dict[str, Any], cut: int, text: str
+) -> None:
+    """Parts ``00..n-1`` last, in order, go through ``decode_event``'s shortcut; every
+    arrangement near that one decodes as the general reader (then the v2 text) decodes it."""
+    joined = json.dumps(value, ensure_ascii=False)
+    step = max(1, -(-len(joined) // cut))
+    pieces = [joined[at : at + step] for at in range(0, len(joined), step)]
+    written = [f"tm:e:{n:02d}:{piece}" for n, piece in enumerate(pieces)]
+    odd_middle = [*written[:-1], written[-1].replace("tm:e:", "tm:e:0", 1)]
+    variants: List[List[Any]] = [
+        written,
+        ["tm:i:x", "tm:t:y", "kind:learning", *written],
+        [7, None, *written],
+        ["tm:i:x", 7, *written],
+        [written[0], "tm:i:x", *written[1:]],
+        ["tm:e:00:{}", *written],
+        ["tm:e:05:x", *written],
+        ["x-tm:e:00:", *written],
+        [*written[:-1], written[-1], written[-1]],
+        [*written[1:]],
+        [*written[:-2], written[-1], written[-2]],
+        [*written[:-1], 7, written[-1]],
+        odd_middle,
+        [f"tm:e:{n}:{piece}" for n, piece in enumerate(pieces)],
+        [f"tm:e:{n:03d}:{piece}" for n, piece in enumerate(pieces)],
+        [*written[:-1], written[-1][:5] + "٠١" + written[-1][7:]],
+        ["tm:i:x", f"tm:e:{len(written) + 1:02d}:" + joined],
+    ]
+    for labels in variants:
+        event = {"id": "e", "content": {"text": text}, "context": {"labels": labels}}
+        expected = reference_from_labels(text, labels)
+        if expected is None:
+            expected = decode(text)
+        assert repr(decode_event(event)) == repr(expected), labels
+
+
+def test_written_events_decode_without_the_general_reader(monkeypatch: Any) -> None:
+    """Not vacuous: events as the codec writes them, in one part or several, decode by
+    the shortcut alone (the general reader is switched off) to their envelopes."""
+
+    def general(text: str, labels: Any) -> None:
+        raise AssertionError("the general reader ran")
+
+    meta = MemoryMeta(
+        namespace=Namespace.parse("team:acme/agent:writer"),
+        workspace="team-handbook",
+        thread_id="thread-0000002a-0000-4000-8000-000000000000",
+        source=Source(SourceKind.CONVERSATION, "src_1"),
+        tags=("plan", "release"),
+        observed_at=datetime(2025, 5, 6, 7, 8, 9, 123000, tzinfo=timezone.utc),
+    )
+    turns = [
+        Turn(Role.USER, "hi", datetime(2025, 5, 6, 7, 8, 9, tzinfo=timezone.utc)),
+        Turn(Role.ASSISTANT, "out", None, (ToolCallRef("grep", "c1"), ToolCallRef("ls"))),
+    ]
+    items: List[StoreItem] = [
+        StoreItem.learning("prefers helix", LearningKind.PREFERENCE, 0.8),
+        StoreItem.learning("prefers helix", LearningKind.PREFERENCE, 0.8, meta),
+        StoreItem.conversation(turns, meta),
+        Document(TextBody("a document"), "Title", "text/markdown", meta),
+    ]
+    events = [(env, _event(env)) for item in items for env in envelopes(item)]
+    counts = {sum(label.startswith("tm:e:") for label in e["context"]["labels"]) for _, e in events}
+    assert 1 in counts
+    assert max(counts) > 1
+    monkeypatch.setattr(codec, "from_labels", general)
+    for env, event in events:
+        assert codec.decode_event(event) == env

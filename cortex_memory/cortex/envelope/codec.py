@@ -60,6 +60,10 @@ _SEPARATOR = "\x00"
 _MAX_PART_DIGITS = 9
 _JSON_SPACE = " \t\n\r"
 _JSON_SPACE_CHARS = frozenset(_JSON_SPACE)
+# The prefixes the codec writes, ``tm:e:00:`` to ``tm:e:63:`` (at most 64 labels),
+# and for each the number of parts it closes when it is the last label.
+_PART_PREFIXES = tuple(f"{PART_TAG}{n:02d}:" for n in range(MAX_LABELS))
+_PART_COUNT = {prefix: n + 1 for n, prefix in enumerate(_PART_PREFIXES)}
 
 
 class Encoded(NamedTuple):
@@ -271,11 +275,16 @@ def decode_event(event: object) -> Optional[Envelope]:
     labels = context.get("labels") if type(context) is dict else None
     if type(labels) is list and labels:
         last = labels[-1]
-        if type(last) is str and last.startswith(_FIRST_PART) and _no_part_before(labels):
-            # The common case, one part numbered 00 (written last): what
-            # from_labels reads for it, scanned in place and parsed without
-            # the frames in between.
-            env = _one_part(last, text)
+        count = _PART_COUNT.get(last[:_FIRST_PART_LEN]) if type(last) is str else None
+        start = len(labels) - count if count is not None else -1
+        if start >= 0 and _written_parts(labels, start) and _no_part_before(labels, start):
+            # The layout the codec writes: parts 00..n-1 last, in order. What
+            # from_labels reads for it, without its loop; one part (the common
+            # case) is scanned in place.
+            if count == 1:
+                env = _one_part(last, text)
+            else:
+                env = _v3("".join([label[_FIRST_PART_LEN:] for label in labels[start:]]), text)
         else:
             env = from_labels(text, labels)
         if env is not None:
@@ -283,16 +292,30 @@ def decode_event(event: object) -> Optional[Envelope]:
     return decode(text)
 
 
-def _no_part_before(labels: List[Any]) -> bool:
-    """True when no label but the last is a ``tm:e:`` part.
+def _written_parts(labels: List[Any], start: int) -> bool:
+    """True when ``labels[start:]`` are strings starting ``tm:e:00:``, ``tm:e:01:``, ...
 
-    Joined, the other labels hold ``tm:e:`` when one of them starts with it (and
+    The last one was checked by the caller.
+    """
+    for n in range(len(labels) - start - 1):
+        label = labels[start + n]
+        if type(label) is not str or not label.startswith(_PART_PREFIXES[n]):
+            return False
+    return True
+
+
+def _no_part_before(labels: List[Any], end: int) -> bool:
+    """True when no label before ``labels[end]`` is a ``tm:e:`` part.
+
+    Joined, those labels hold ``tm:e:`` when one of them starts with it (and
     maybe when one holds it further in: then this says False and the caller takes
     the general path, which decides exactly). A label that is not a string makes
     the join fail: False as well.
     """
+    if not end:
+        return True
     try:
-        others = _SEPARATOR.join(labels[:-1])
+        others = _SEPARATOR.join(labels[:end])
     except TypeError:
         return False
     return PART_TAG not in others

@@ -289,7 +289,7 @@ def _meta(value: object) -> MemoryMeta:
     if quick is not None:
         return quick
     try:
-        return MemoryMeta.from_json(o)
+        return MemoryMeta._read(o)  # common_meta said None: the full read, once
     except Error:
         observed = o.get("observed_at")
         if type(observed) is not str:
@@ -302,22 +302,55 @@ def _meta(value: object) -> MemoryMeta:
 def _turn(value: object) -> Optional[TurnInfo]:
     if value is None:
         return None
-    o = _obj(value)
-    at = _opt_str(o, "at")
-    calls = o.get("tool_calls")
-    tool_calls: Tuple[ToolCallRef, ...] = ()
-    if calls is not None:
-        if type(calls) is not list:
-            raise _NotOurs
-        tool_calls = tuple(ToolCallRef.from_json(call) for call in calls)
-    return TurnInfo(
-        index=_u32(o.get("index")),
-        count=_u32(o.get("count")),
-        role=_member(_ROLES, o.get("role")),
+    if type(value) is not dict:
+        raise _NotOurs
+    get = value.get
+    index = get("index")
+    count = get("count")
+    role = get("role")
+    role = _ROLES.get(role) if type(role) is str else None
+    at = get("at")
+    calls = get("tool_calls")
+    if (
+        type(index) is not int
+        or not 0 <= index <= U32_MAX
+        or type(count) is not int
+        or not 0 <= count <= U32_MAX
+        or role is None
+        or (at is not None and type(at) is not str)
+        or (calls is not None and type(calls) is not list)
+    ):
+        raise _NotOurs
+    # TurnInfo's __init__ only assigns (no checks), and every value was checked
+    # above: set directly, defaults left to the class (as for the envelope).
+    turn = object.__new__(TurnInfo)
+    found = turn.__dict__
+    found["index"] = index
+    found["count"] = count
+    found["role"] = role
+    if at is not None:
         # Other writers may keep nanoseconds; a datetime holds microseconds.
-        at=None if at is None else parse_timestamp(at, truncate=True),
-        tool_calls=tool_calls,
-    )
+        found["at"] = parse_timestamp(at, truncate=True)
+    if calls:
+        found["tool_calls"] = tuple([_tool_call(call) for call in calls])
+    return turn
+
+
+def _tool_call(value: object) -> ToolCallRef:
+    """``ToolCallRef.from_json(value)``, its checks written out (a refusal is "not ours")."""
+    if type(value) is not dict:
+        raise _NotOurs
+    name = value.get("name")
+    call_id = value.get("id")
+    if type(name) is not str or (call_id is not None and type(call_id) is not str):
+        raise _NotOurs
+    # ToolCallRef's checks (a str name, an optional str id) passed: set directly.
+    call = object.__new__(ToolCallRef)
+    found = call.__dict__
+    found["name"] = name
+    if call_id is not None:
+        found["id"] = call_id
+    return call
 
 
 def _chunk(value: object) -> Optional[ChunkInfo]:
