@@ -26,7 +26,7 @@ from typing import Any, List, Tuple
 import pytest
 import urllib3
 
-from cortex_memory.cortex.timing import Deadline
+from cortex_memory.cortex.timing import Deadline, Timing
 from cortex_memory.cortex.transport import body as body_module
 from cortex_memory.cortex.transport.body import BodyTooLarge, read_success_body
 from cortex_memory.cortex.transport.request import Read, Request
@@ -96,7 +96,9 @@ def test_a_one_piece_body_stays_bytes() -> None:
 @pytest.mark.parametrize("parse", [True, False])
 def test_long_bodies_through_the_client(make_client, parse: bool) -> None:
     with LoopbackServer(big_json) as server:
-        client = make_client(server.url)
+        # What is read is the point, not how fast: 8 MiB under coverage on a loaded
+        # machine can take longer than the fixture's half-second budget.
+        client = make_client(server.url, timing=Timing(request_timeout=30))
         read = Read.JSON if parse else Read.BYTES  # BYTES: the mode the actor lookup uses
         response = client._exchange.attempt(Request("GET", "v1/events", read=read), _unbounded())
     if parse:
