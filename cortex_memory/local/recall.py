@@ -44,6 +44,7 @@ from cortex_memory.contract import (
 from cortex_memory.local.embedders import Embedder, cosines
 from cortex_memory.local.search import Query
 from cortex_memory.local.text import (
+    cjk_count,
     content_words,
     jaccard,
     prose_lines,
@@ -100,7 +101,11 @@ class Passage:
 
 
 #: A line at most this long is quoted whole; a longer one sentence by sentence.
+#: A CJK character counts :data:`CJK_WEIGHT` times: it carries about as much as
+#: a short Latin word with its space, so a CJK line of more than 70 characters
+#: is quoted by its sentences.
 LINE_UNIT = 280
+CJK_WEIGHT = 4
 
 
 def _asks(sentences_: Sequence[str]) -> bool:
@@ -111,7 +116,7 @@ def _pieces(text: str, answers: bool = False) -> List[Passage]:
     out: List[Passage] = []
     for line in prose_lines(text):
         said = split_sentences(line)
-        if len(line) <= LINE_UNIT:
+        if len(line) + (CJK_WEIGHT - 1) * cjk_count(line) <= LINE_UNIT:
             out.append(Passage(line, _asks(said), answers))
         else:
             out.extend(Passage(s, _asks([s]), answers) for s in said)

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_QUERY_WORDS",
     "PHRASE_CHARS",
     "STOPWORDS",
+    "cjk_count",
     "content_words",
     "fold",
     "has_cjk",
@@ -154,6 +155,13 @@ _ASCII_WORDS = bytes(
 def has_cjk(text: str) -> bool:
     """True when ``text`` holds a character of :data:`CJK_RANGES`."""
     return not text.isascii() and _CJK_RUN.search(text) is not None
+
+
+def cjk_count(text: str) -> int:
+    """How many characters of ``text`` are in :data:`CJK_RANGES`."""
+    if text.isascii():
+        return 0
+    return sum(run.end() - run.start() for run in _CJK_RUN.finditer(text))
 
 
 def _pieces(lowered: str) -> Iterator[Tuple[bool, str]]:

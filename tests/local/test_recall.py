@@ -177,6 +177,12 @@ def test_passages_by_kind() -> None:
         ("a b? c d?", True, False), ("e f", False, True),
     ]
     assert texts(StoreItem.learning("x y", LearningKind.FACT, 0.5)) == ["x y"]
+    # A CJK character weighs as a short word: 60 characters are one passage, a
+    # line of 4 x 25 is quoted by its sentences (a Latin line that long is whole).
+    assert len(texts(Document(TextBody("团队同意了预算。" * 7 + "发布时间定在下周五")))) == 1
+    sentence = "发布时间定在下周五之前需要完成测试和文档工作。"  # 23 + 。 = 24 characters
+    assert texts(Document(TextBody(sentence * 4))) == [sentence] * 4
+    assert len(texts(Document(TextBody("Release notes. " * 7)))) == 1
     # A full-width question mark asks too, and the next turn answers it.
     cjk = Conversation((Turn(Role.USER, "端口是多少？"), Turn(Role.ASSISTANT, "端口是八零八零。")))
     assert [(p.asks, p.answers) for p in passages(cjk)] == [(True, False), (False, True)]
