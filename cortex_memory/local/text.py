@@ -41,6 +41,7 @@ __all__ = [
     "PHRASE_CHARS",
     "STOPWORDS",
     "cjk_count",
+    "cjk_pairs",
     "content_words",
     "fold",
     "has_cjk",
@@ -155,6 +156,20 @@ _ASCII_WORDS = bytes(
 def has_cjk(text: str) -> bool:
     """True when ``text`` holds a character of :data:`CJK_RANGES`."""
     return not text.isascii() and _CJK_RUN.search(text) is not None
+
+
+def cjk_pairs(text: str) -> FrozenSet[str]:
+    """The pairs of neighbouring CJK letters or digits in ``text`` (what a CJK phrase
+    is made of; punctuation, like ``。``, is no part of one)."""
+    if text.isascii():
+        return frozenset()
+    pairs = set()
+    for match in _CJK_RUN.finditer(text):
+        run = match.group()
+        for i in range(len(run) - 1):
+            if run[i].isalnum() and run[i + 1].isalnum():
+                pairs.add(run[i : i + 2])
+    return frozenset(pairs)
 
 
 def cjk_count(text: str) -> int:

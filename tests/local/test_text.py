@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cortex_memory.local.text import (
     STOPWORDS,
+    cjk_pairs,
     content_words,
     fold,
     jaccard,
@@ -51,6 +52,13 @@ def test_lines_and_sentences() -> None:
     assert sentences(text) == ["First one.", "Second?", "Third line!"]
     assert sentences("# Only\n## Headings") == ["Only", "Headings"]
     assert len(sentences("A. " * 100, limit=5)) == 5
+
+
+def test_cjk_pairs_are_neighbouring_letters() -> None:
+    assert cjk_pairs("我们去公园。好 ok") == {"我们", "们去", "去公", "公园"}  # not across 。
+    assert cjk_pairs("東京で") == {"東京", "京で"}
+    assert cjk_pairs("plain ASCII") == frozenset()
+    assert cjk_pairs("Café 公") == frozenset()
 
 
 def test_cjk_sentences_end_at_their_own_stops() -> None:

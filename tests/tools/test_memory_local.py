@@ -116,6 +116,15 @@ def test_local_ranking_agrees_with_the_local_engine(tmp_path: Path) -> None:
     assert hybrid_score(query, "Heidi likes green tea") < 0.2
 
 
+def test_a_cjk_word_ranks_above_its_characters_apart() -> None:
+    # CJK characters are words of their own; a pair of them side by side is one
+    # more term, so the text holding the word 公园 ("park") ranks first.
+    together = hybrid_score("公园", "我们下周去公园野餐。")
+    apart = hybrid_score("公园", "公司的园林很大。")
+    assert together > apart > hybrid_score("公园", "天气很好。")
+    assert hybrid_score("会議", "東京で会議があります。") > hybrid_score("会議", "会社の議事録")
+
+
 def test_concurrent_puts_and_reads(clock: MsClock) -> None:
     store = LocalMemoryStore(clock=clock)
     errors: List[BaseException] = []

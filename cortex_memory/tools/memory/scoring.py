@@ -3,7 +3,10 @@
 The local backend keeps its own table, so it scores rows itself, with the
 local engine's text analysis (:mod:`cortex_memory.local.text`): the keyword
 score is the share of the query's distinct content stems the memory holds
-(so ``ships`` meets ``ship``), the vector score the cosine of the built-in
+(so ``ships`` meets ``ship``), counting each pair of neighbouring CJK
+characters in the query as one more term (CJK characters are words of their
+own, so ``公园`` ranks a text holding the word above one holding ``公`` and
+``园`` apart), the vector score the cosine of the built-in
 character n-gram vectors (:class:`~cortex_memory.local.embedders.NgramEmbedder`),
 and the hybrid score their mean. Both parts lie in 0..1, so the tool's
 abstention threshold (0.2 by default) means the same thing on every call.
@@ -15,7 +18,7 @@ import math
 from typing import FrozenSet, Sequence
 
 from cortex_memory.local.embedders import NgramEmbedder
-from cortex_memory.local.text import content_words, query_words, stem, words_of
+from cortex_memory.local.text import cjk_pairs, content_words, query_words, stem, words_of
 
 __all__ = ["QueryScorer", "hybrid_score"]
 
@@ -38,6 +41,7 @@ class QueryScorer:
 
     def __init__(self, query: str) -> None:
         self._stems: FrozenSet[str] = frozenset(stem(w) for w in content_words(query_words(query)))
+        self._pairs = cjk_pairs(query)
         self._vector = _vector(query)
 
     def score(self, text: str) -> float:
@@ -45,7 +49,10 @@ class QueryScorer:
         if not self._stems:
             return 0.0
         held = {stem(w) for w in words_of(text)}
-        keyword = len(self._stems & held) / len(self._stems)
+        found = len(self._stems & held)
+        if self._pairs:
+            found += len(self._pairs & cjk_pairs(text))
+        keyword = found / (len(self._stems) + len(self._pairs))
         return (keyword + _cosine(self._vector, _vector(text))) / 2.0
 
 
