@@ -1,4 +1,4 @@
-"""The contract's JSON writer, float32 values and timestamps.
+"""The contract's JSON writer and float32 values (timestamps: :mod:`.timestamps`).
 
 :func:`dumps` is the only writer of contract JSON: fingerprints, envelopes,
 parts and cursors all go through it, so its bytes must equal what Rust's
@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json.encoder
 import math
-import re
 import struct
-from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, Callable, List, Optional, Tuple
 
-from cortex_memory.errors import InvalidRequestError
+from cortex_memory.contract.timestamps import (
+    format_timestamp,
+    format_timestamp_offset,
+    parse_timestamp,
+)
 
 __all__ = [
     "F32",
@@ -250,104 +252,6 @@ def format_f64(x: float) -> str:
     k += len(digits) - len(stripped)
     body = _layout(stripped, k, 16, -5)
     return "-" + body if x < 0 else body
-
-
-# ------------------------------------------------------------------ timestamps
-
-_TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
-    r"(?:\.([0-9]{1,9}))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
-)
-# What format_timestamp writes (``Z``; 0, 3 or 6 fraction digits; hours, minutes and
-# seconds in range): every character fixed, so datetime.fromisoformat reads it the
-# same on every Python (the date's ranges are the constructor's) at a fraction of
-# the general path's cost: its seven int() calls. Decoding reads one or two per event.
-_WRITTEN = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-    r"(?:\.[0-9]{3}(?:[0-9]{3})?)?Z"
-)
-_FROM_ISO = datetime.fromisoformat
-
-
-def _utc(value: datetime) -> datetime:
-    if not isinstance(value, datetime):
-        raise TypeError(f"a timestamp must be a datetime, not {type(value).__name__}")
-    offset = value.utcoffset()
-    if offset is None:
-        raise TypeError("a timestamp must be timezone-aware (a naive datetime has no instant)")
-    return value if not offset else value - offset
-
-
-def _clock(d: datetime) -> str:
-    text = (
-        f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
-    )
-    micros = d.microsecond
-    if not micros:
-        return text
-    if micros % 1000 == 0:
-        return f"{text}.{micros // 1000:03d}"
-    return f"{text}.{micros:06d}"
-
-
-def format_timestamp(value: datetime) -> str:
-    """Write an aware instant as RFC 3339 UTC ending ``Z`` (contract.md §1.4).
-
-    The fraction appears only when non-zero: 3 digits for whole milliseconds,
-    else 6 (a ``datetime`` holds no more). A naive datetime is ``TypeError``.
-    """
-    return _clock(_utc(value)) + "Z"
-
-
-def format_timestamp_offset(value: datetime) -> str:
-    """Like :func:`format_timestamp` but ending ``+00:00`` (the envelope's ``observed_at``)."""
-    return _clock(_utc(value)) + "+00:00"
-
-
-def parse_timestamp(text: str, *, truncate: bool = False) -> datetime:
-    """Parse an RFC 3339 instant into an aware UTC ``datetime``.
-
-    Accepts ``T``/``t``, ``Z``/``z`` or a ``±HH:MM`` offset, and 0 to 9 fraction
-    digits. Non-zero digits past the microsecond cannot round-trip through a
-    ``datetime`` and are refused, unless ``truncate`` is set (readers of server
-    times that may carry nanoseconds). Failures are ``InvalidRequestError``.
-    """
-    if type(text) is str and _WRITTEN.fullmatch(text) is not None:
-        try:
-            # ``+00:00`` gives the timezone.utc singleton, as the general path sets.
-            return _FROM_ISO(text[:-1] + "+00:00")
-        except ValueError:
-            pass  # a day past its month, year 0: the general path words the refusal
-    match = _TIMESTAMP.fullmatch(text) if isinstance(text, str) else None
-    if match is None:
-        raise InvalidRequestError(f"invalid timestamp {_quote(text)}")
-    year, month, day, hour, minute, second, frac, zulu, sign, off_h, off_m = match.groups()
-    micros = 0
-    if frac:
-        if len(frac) > 6 and not truncate and frac[6:].strip("0"):
-            raise InvalidRequestError(
-                f"timestamp {_quote(text)} has sub-microsecond digits, which cannot round-trip"
-            )
-        micros = int(frac[:6].ljust(6, "0"))
-    try:
-        value = datetime(
-            int(year), int(month), int(day), int(hour), int(minute), int(second), micros,
-            tzinfo=timezone.utc,
-        )
-        if not zulu:
-            hours, minutes = int(off_h), int(off_m)
-            if hours > 23 or minutes > 59:
-                raise ValueError("offset out of range")
-            offset = timedelta(hours=hours, minutes=minutes)
-            value = value - offset if sign == "+" else value + offset
-    except (ValueError, OverflowError):
-        raise InvalidRequestError(f"invalid timestamp {_quote(text)}") from None
-    return value
-
-
-def _quote(value: object) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return f"`{text[:64]}…`" if len(text) > 64 else f"`{text}`"
 
 
 # ---------------------------------------------------------------------- writer

@@ -49,13 +49,7 @@ from cortex_memory.contract.items import (
     TextBody,
     Turn,
 )
-from cortex_memory.contract.jsonfmt import (
-    _WRITTEN,
-    _quote,
-    format_timestamp,
-    parse_timestamp,
-    to_f32,
-)
+from cortex_memory.contract.jsonfmt import to_f32
 from cortex_memory.contract.meta import (
     MemoryMeta,
     ObservedActor,
@@ -67,6 +61,12 @@ from cortex_memory.contract.meta import (
 )
 from cortex_memory.contract.namespace import Namespace, Reach
 from cortex_memory.contract.responses import Hit
+from cortex_memory.contract.timestamps import (
+    _WRITTEN,
+    _quote,
+    format_timestamp,
+    parse_timestamp,
+)
 from cortex_memory.cortex.envelope import codec
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import (
