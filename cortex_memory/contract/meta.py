@@ -7,8 +7,6 @@ observed. Its JSON keys follow the 17-field wire order of contract.md §4.2.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, ClassVar, Dict, Iterable, Optional, Tuple
@@ -37,6 +35,12 @@ from cortex_memory.contract._read import (
 from cortex_memory.contract._wire import OPT_TEXT, TEXT, Shape, Wire
 from cortex_memory.contract.jsonfmt import format_timestamp, parse_timestamp
 from cortex_memory.contract.namespace import Namespace
+from cortex_memory.contract.redaction import (
+    REDACTED_PREFIX,
+    holds_phone_number,
+    redacted_id,
+    same_id,
+)
 from cortex_memory.errors import Error, InvalidRequestError
 
 __all__ = [
@@ -440,61 +444,3 @@ _COMMON_STRINGS = frozenset((*_META_STRINGS, "agent_id"))
 _SOURCE_OF_VALUE = {kind.value: source for kind, source in _SOURCE_OF_KIND.items()}
 # The members the full read knows that common_meta leaves to it.
 _FULL_READ_ONLY = frozenset(("turns", "tool_call", "observed_actor"))
-
-# ------------------------------------------------------------- redaction
-
-#: Prefix of an id stored in redacted form.
-REDACTED_PREFIX = "tm-redacted:"
-
-_UUID = re.compile(
-    r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"
-)
-# A run starts at a digit and continues over digits and the separators
-# space - . ( ) +. Only ASCII matters, so scanning the str equals scanning its
-# UTF-8 bytes (every non-ASCII byte ends a run and is not a letter).
-_DIGIT_RUN = re.compile(r"[0-9][0-9 \-.()+]*")
-_MIN_PHONE_DIGITS = 7
-
-
-def redacted_id(value: str) -> str:
-    """The redacted form of an id: the prefix plus 32 hex of SHA-256 over UTF-8 ``value``."""
-    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
-    return REDACTED_PREFIX + digest[:32]
-
-
-def same_id(held: Optional[str], wanted: str) -> bool:
-    """True when ``held`` is ``wanted`` or the redacted form of it (``held`` None → False)."""
-    if held is None:
-        return False
-    if held == wanted:
-        return True
-    return held.startswith(REDACTED_PREFIX) and held == redacted_id(wanted)
-
-
-def _is_ascii_letter(ch: str) -> bool:
-    return ("a" <= ch <= "z") or ("A" <= ch <= "Z")
-
-
-def holds_phone_number(value: str) -> bool:
-    """True when ``value`` holds something that looks like a phone number.
-
-    UUIDs are ignored; a run of at least 7 digits (spaces, ``-``, ``.``, ``(``,
-    ``)`` and ``+`` may separate them) counts unless an ASCII letter touches it:
-    right before its first digit, or right after its last digit.
-    """
-    if value.startswith(REDACTED_PREFIX):
-        return False
-    text = _UUID.sub("_", value)
-    end_of_text = len(text)
-    for match in _DIGIT_RUN.finditer(text):
-        run = match.group()
-        digits = sum(1 for ch in run if "0" <= ch <= "9")
-        if digits < _MIN_PHONE_DIGITS:
-            continue
-        start, end = match.span()
-        if start > 0 and _is_ascii_letter(text[start - 1]):
-            continue
-        if end < end_of_text and _is_ascii_letter(text[end]) and "0" <= run[-1] <= "9":
-            continue
-        return True
-    return False
