@@ -44,9 +44,9 @@ from cortex_memory.local import beliefs as table
 from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.corpus import BELIEFS
 from cortex_memory.local.embedders import Embedder, embed_all
+from cortex_memory.local.rows import HIT_FROM, item_of
 from cortex_memory.local.search import Query, VectorSpace, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
-from cortex_memory.local.store import HIT_FROM, item_of
 from cortex_memory.local.text import sentences, words_of
 from cortex_memory.local.vectors import write_vectors
 

@@ -35,19 +35,10 @@ from cortex_memory.contract import (
 from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.lexical import rarity
+from cortex_memory.local.rows import HIT_COLUMNS, HIT_FROM, hit_of, item_of, kind_of, meta_of
 from cortex_memory.local.search import Query, Ranking, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
-from cortex_memory.local.store import (
-    HIT_COLUMNS,
-    HIT_FROM,
-    ID_FROM,
-    chunks,
-    hit_of,
-    id_condition,
-    item_of,
-    kind_of,
-    meta_of,
-)
+from cortex_memory.local.store import ID_FROM, chunks, id_condition
 
 __all__ = [
     "MAX_PAGE",

@@ -1,4 +1,4 @@
-"""Rows of the ``items`` table: writing an item, deleting rows, reading hits back.
+"""Rows of the ``items`` table: writing an item and deleting rows (reading them back: :mod:`.rows`).
 
 Writing is split in two so the write lock is held briefly: :func:`prepare`
 does the CPU work (fingerprint, JSON, the embedder's vector) with no lock
@@ -17,7 +17,6 @@ Ids are looked up through ``idkey``, their first 64 bits as an integer
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sqlite3
 from functools import lru_cache
@@ -38,16 +37,11 @@ from typing import (
 
 from cortex_memory.contract import (
     Document,
-    Hit,
-    ItemKind,
     Learning,
-    MemoryMeta,
     StoreItem,
     TextBody,
-    is_blank,
 )
 from cortex_memory.contract.jsonfmt import c_dumps
-from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local import beliefs, keywords
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.embedders import Embedder, embed_all
@@ -55,34 +49,20 @@ from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth, 
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
 __all__ = [
-    "HIT_COLUMNS",
-    "HIT_FROM",
     "ID_FROM",
-    "PREVIEW_CHARS",
     "Prepared",
     "chunks",
     "delete_seqs",
     "held_ids",
-    "hit_of",
     "id_condition",
     "id_key",
     "insert_many",
-    "item_of",
     "prepare",
     "prepare_all",
 ]
 
-#: Columns a hit is built from, in the order :func:`hit_of` reads them
-#: (of ``items c``; see :data:`HIT_FROM`).
-HIT_COLUMNS = ITEMS.columns
-#: The table :data:`HIT_COLUMNS` read.
-HIT_FROM = "items c"
-#: Characters of text ``list_preview`` keeps.
-PREVIEW_CHARS = 512
 #: Rows per ``IN (...)`` list, well under every SQLite build's variable limit.
 CHUNK = 500
-
-_KINDS = {kind.value: kind for kind in ItemKind}
 
 #: The columns of ``items`` an item may fill, after ``seq`` and ``tenant``.
 ITEM_COLUMNS = (
@@ -247,17 +227,12 @@ def prepare(item: StoreItem) -> Prepared:
     )
 
 
-def _title_prefix(title: object) -> str:
-    # Document.render_text's own rule: "# {title}\n\n" before a non-blank title.
-    return f"# {title}\n\n" if isinstance(title, str) and not is_blank(title) else ""
-
-
 def stored_json(item: StoreItem) -> str:
     """The item's contract JSON as kept in ``item_json``, its text not repeated.
 
     ``items.text`` holds the rendered text already, so a document's text
     body and a learning's text are written as ``null`` here and put back on
-    reading (:func:`item_of`); everything else is the contract JSON as is.
+    reading (``rows.item_of``); everything else is the contract JSON as is.
     """
     value = item.to_json()
     if isinstance(item, Document) and isinstance(item.body, TextBody):
@@ -265,19 +240,6 @@ def stored_json(item: StoreItem) -> str:
     elif isinstance(item, Learning):
         value["text"] = None
     return c_dumps(value)
-
-
-def _restore(value: object, text: str) -> object:
-    """Put the text :func:`stored_json` left out back into a decoded item."""
-    if not isinstance(value, dict):
-        return value
-    kind = value.get("type")
-    if kind == "document" and value.get("body") == {"text": None}:
-        prefix = _title_prefix(value.get("title"))
-        value["body"] = {"text": text[len(prefix) :] if text.startswith(prefix) else text}
-    elif kind == "learning" and "text" in value and value["text"] is None:
-        value["text"] = text
-    return value
 
 
 #: The next ``seq``: above every row's, and above every deleted row's.
@@ -377,73 +339,3 @@ def delete_seqs(conn: sqlite3.Connection, seqs: Sequence[int], *, fts: bool) -> 
     if removed:
         bump_epoch(conn)
     return removed
-
-
-def _decode(item_id: str, item_json: str) -> object:
-    try:
-        return json.loads(item_json)
-    except ValueError as exc:
-        raise EngineError(f"stored item `{item_id}` is unreadable") from exc
-
-
-def meta_of(item_id: str, item_json: str) -> MemoryMeta:
-    """The metadata of a stored item."""
-    value = _decode(item_id, item_json)
-    meta = value.get("meta") if isinstance(value, dict) else None
-    try:
-        return MemoryMeta.from_json(meta)
-    except InvalidRequestError as exc:
-        raise EngineError(f"stored item `{item_id}` is unreadable") from exc
-
-
-def item_of(item_id: str, item_json: str, text: str) -> StoreItem:
-    """The stored item, rebuilt whole from its stored JSON and its text."""
-    value = _restore(_decode(item_id, item_json), text)
-    try:
-        return StoreItem.from_json(value)
-    except InvalidRequestError as exc:
-        raise EngineError(f"stored item `{item_id}` is unreadable") from exc
-
-
-def hit_of(
-    row: Sequence[object],
-    meta: Optional[MemoryMeta] = None,
-    *,
-    score: float = 0.0,
-    preview: bool = False,
-) -> Hit:
-    """The hit for a row of :data:`HIT_COLUMNS` (``meta`` when already decoded)."""
-    item_id, text, item_json = str(row[1]), str(row[3]), str(row[5])
-    confidence = row[4]
-    if meta is None:
-        meta = meta_of(item_id, item_json)
-    if preview and len(text) > PREVIEW_CHARS:
-        text = text[:PREVIEW_CHARS]
-    return Hit(
-        item_id,
-        _KINDS[str(row[2])],
-        text,
-        meta,
-        score,
-        None if confidence is None else float(cast(float, confidence)),
-    )
-
-
-def kind_of(value: object) -> ItemKind:
-    """The ``ItemKind`` of a stored kind string."""
-    return _KINDS[str(value)]
-
-
-def rows_by_seq(
-    conn: sqlite3.Connection, seqs: Sequence[int]
-) -> List[Tuple[object, ...]]:
-    """The :data:`HIT_COLUMNS` rows of ``seqs`` (any order)."""
-    out: List[Tuple[object, ...]] = []
-    for chunk in chunks(seqs):
-        out.extend(
-            conn.execute(
-                f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE c.seq IN ({_marks(len(chunk))})",
-                chunk,
-            )
-        )
-    return out

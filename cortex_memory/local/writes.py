@@ -30,10 +30,10 @@ from cortex_memory.contract import (
 )
 from cortex_memory.contract.replacing import FILE_PATH, ReplaceBatch, VersionKey
 from cortex_memory.local.connections import LARGE_WRITE_CHARS, small_cache, write_transaction
+from cortex_memory.local.rows import HIT_FROM, kind_of, meta_of
 from cortex_memory.local.schema import mark_fts_stale
 from cortex_memory.local.sqlfilter import filter_condition, namespace_key, reach_condition
 from cortex_memory.local.store import (
-    HIT_FROM,
     ID_FROM,
     Prepared,
     chunks,
@@ -41,8 +41,6 @@ from cortex_memory.local.store import (
     held_ids,
     id_condition,
     insert_many,
-    kind_of,
-    meta_of,
 )
 
 __all__ = [

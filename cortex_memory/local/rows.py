@@ -1,0 +1,109 @@
+"""Reading stored items back: rows of ``items`` into hits, items and metadata.
+
+``items.item_json`` holds an item's contract JSON without its text (kept once,
+in ``items.text``; see :func:`cortex_memory.local.store.stored_json`), so
+rebuilding an item puts the text back first. A row that does not read back
+as an item is an ``EngineError`` naming its id, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional, Sequence, cast
+
+from cortex_memory.contract import Hit, ItemKind, MemoryMeta, StoreItem, is_blank
+from cortex_memory.errors import EngineError, InvalidRequestError
+from cortex_memory.local.corpus import ITEMS
+
+__all__ = [
+    "HIT_COLUMNS",
+    "HIT_FROM",
+    "PREVIEW_CHARS",
+    "hit_of",
+    "item_of",
+    "kind_of",
+    "meta_of",
+]
+
+#: Columns a hit is built from, in the order :func:`hit_of` reads them
+#: (of ``items c``; see :data:`HIT_FROM`).
+HIT_COLUMNS = ITEMS.columns
+#: The table :data:`HIT_COLUMNS` read.
+HIT_FROM = "items c"
+#: Characters of text ``list_preview`` keeps.
+PREVIEW_CHARS = 512
+
+_KINDS = {kind.value: kind for kind in ItemKind}
+
+
+def _title_prefix(title: object) -> str:
+    # Document.render_text's own rule: "# {title}\n\n" before a non-blank title.
+    return f"# {title}\n\n" if isinstance(title, str) and not is_blank(title) else ""
+
+
+def _restore(value: object, text: str) -> object:
+    """Put the text ``store.stored_json`` left out back into a decoded item."""
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("type")
+    if kind == "document" and value.get("body") == {"text": None}:
+        prefix = _title_prefix(value.get("title"))
+        value["body"] = {"text": text[len(prefix) :] if text.startswith(prefix) else text}
+    elif kind == "learning" and "text" in value and value["text"] is None:
+        value["text"] = text
+    return value
+
+
+def _decode(item_id: str, item_json: str) -> object:
+    try:
+        return json.loads(item_json)
+    except ValueError as exc:
+        raise EngineError(f"stored item `{item_id}` is unreadable") from exc
+
+
+def meta_of(item_id: str, item_json: str) -> MemoryMeta:
+    """The metadata of a stored item."""
+    value = _decode(item_id, item_json)
+    meta = value.get("meta") if isinstance(value, dict) else None
+    try:
+        return MemoryMeta.from_json(meta)
+    except InvalidRequestError as exc:
+        raise EngineError(f"stored item `{item_id}` is unreadable") from exc
+
+
+def item_of(item_id: str, item_json: str, text: str) -> StoreItem:
+    """The stored item, rebuilt whole from its stored JSON and its text."""
+    value = _restore(_decode(item_id, item_json), text)
+    try:
+        return StoreItem.from_json(value)
+    except InvalidRequestError as exc:
+        raise EngineError(f"stored item `{item_id}` is unreadable") from exc
+
+
+def hit_of(
+    row: Sequence[object],
+    meta: Optional[MemoryMeta] = None,
+    *,
+    score: float = 0.0,
+    preview: bool = False,
+) -> Hit:
+    """The hit for a row of :data:`HIT_COLUMNS` (``meta`` when already decoded)."""
+    item_id, text, item_json = str(row[1]), str(row[3]), str(row[5])
+    confidence = row[4]
+    if meta is None:
+        meta = meta_of(item_id, item_json)
+    if preview and len(text) > PREVIEW_CHARS:
+        text = text[:PREVIEW_CHARS]
+    return Hit(
+        item_id,
+        _KINDS[str(row[2])],
+        text,
+        meta,
+        score,
+        None if confidence is None else float(cast(float, confidence)),
+    )
+
+
+def kind_of(value: object) -> ItemKind:
+    """The ``ItemKind`` of a stored kind string."""
+    return _KINDS[str(value)]
