@@ -129,8 +129,7 @@ def small_cache(conn: sqlite3.Connection, large: bool) -> Iterator[sqlite3.Conne
     """Run the block with a :data:`SMALL_CACHE_KIB` page cache when ``large``.
 
     The cache is shrunk before the block (outside any transaction) and given
-    back its :data:`CACHE_KIB` after it, whatever happens inside; the pages
-    above the small size are freed at once.
+    back its :data:`CACHE_KIB` after it, whatever happens inside.
     """
     if not large:
         yield conn

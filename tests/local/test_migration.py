@@ -33,12 +33,17 @@ from cortex_memory.local.schema import SCHEMA_VERSION
 DATA = Path(__file__).resolve().parent / "data"
 
 
-@pytest.fixture
-def old_file(tmp_path: Path) -> str:
-    target = tmp_path / "old.sqlite3"
-    shutil.copyfile(DATA / "schema_v1.sqlite3", target)
+def _private_copy(name: str, tmp_path: Path) -> str:
+    """A private copy of the fixture file ``name`` (the release's own file stays as made)."""
+    target = tmp_path / name
+    shutil.copyfile(DATA / name, target)
     target.chmod(0o600)
     return str(target)
+
+
+@pytest.fixture
+def old_file(tmp_path: Path) -> str:
+    return _private_copy("schema_v1.sqlite3", tmp_path)
 
 
 def _everything(engine: LocalEngine) -> list:
@@ -113,10 +118,7 @@ def test_a_second_open_does_not_migrate_again(old_file: str) -> None:
 
 @pytest.fixture
 def v2_file(tmp_path: Path) -> str:
-    target = tmp_path / "v2.sqlite3"
-    shutil.copyfile(DATA / "schema_v2.sqlite3", target)
-    target.chmod(0o600)
-    return str(target)
+    return _private_copy("schema_v2.sqlite3", tmp_path)
 
 
 def _keyword(engine: LocalEngine, query: str) -> list:
