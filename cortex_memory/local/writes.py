@@ -93,20 +93,27 @@ def _write_all(
     batch: Sequence[Prepared],
     fts: bool,
     model: Optional[int],
-    *,
-    one_by_one: bool = False,
 ) -> List[StoreReceipt]:
-    """Write the batch's fresh items with one statement per table; receipts in item order.
+    """Write the batch's fresh items with one statement per table; receipts in item order."""
+    receipts, fresh, first = _fresh(conn, tenant, batch)
+    insert_many(conn, tenant, fresh, first, fts=fts, model=model)
+    _count(conn, fresh, fts)
+    return receipts
 
-    ``one_by_one`` is the slow path, taken only when the batched statements
-    failed: each item is written alone, to find the one that fails
-    (:class:`_ItemFailed`), keeping the ones before it.
+
+def _write_each(
+    conn: sqlite3.Connection,
+    tenant: str,
+    batch: Sequence[Prepared],
+    fts: bool,
+    model: Optional[int],
+) -> List[StoreReceipt]:
+    """:func:`_write_all` item by item, to find the one that fails (:class:`_ItemFailed`).
+
+    The slow path, taken only when the batched statements failed; the items
+    written before the failing one stay written in the transaction.
     """
     receipts, fresh, first = _fresh(conn, tenant, batch)
-    if not one_by_one:
-        insert_many(conn, tenant, fresh, first, fts=fts, model=model)
-        _count(conn, fresh, fts)
-        return receipts
     done: List[Prepared] = []
     for offset, item in enumerate(fresh):
         try:
@@ -166,7 +173,7 @@ def _store_batch(
         pass
     try:
         with write_transaction(conn):
-            receipts = _write_all(conn, tenant, batch, fts, model, one_by_one=True)
+            receipts = _write_each(conn, tenant, batch, fts, model)
             return _replace(conn, tenant, replacing, receipts, fts)
     except _ItemFailed as failed:
         if failed.index > 0:
