@@ -16,9 +16,11 @@ from their sentences:
    conversation the turn that follows a question (the other speaker's
    answer) counts more than the question itself.
 4. The best sentences are taken, best first, leaving out near-duplicates
-   (most of their words already chosen) and sentences far weaker than the
-   best, up to :data:`MAX_ANSWER_SENTENCES`. Every one of them comes from a
-   cited item, and that item's snippet is the sentence.
+   (most of their words already chosen), sentences that add next to nothing
+   (few content words that are neither the question's nor already chosen)
+   and sentences far weaker than the best, up to :data:`MAX_ANSWER_SENTENCES`.
+   Every one of them comes from a cited item, and that item's snippet is the
+   sentence.
 
 When nothing ranks, the answer is :data:`NOTHING_FOUND` with no citations.
 ``instructions`` cannot steer an extractive answer and are ignored.
@@ -79,6 +81,9 @@ SNIPPET_CHARS = 300
 KEEP_SHARE = 0.5
 #: Sentences whose content words overlap a chosen one's this much are repeats.
 DUPLICATE_OVERLAP = 0.7
+#: A sentence after the first joins the answer only when at least this share of
+#: its content words is new (neither in the question nor in a chosen sentence).
+NEW_SHARE = 0.34
 
 # How the parts of a sentence's score add up (they sum to 1).
 _TERMS, _VECTOR, _RANK = 0.55, 0.30, 0.15
@@ -231,7 +236,27 @@ def _score(
         cand.score = score if (lexical > 0.0 or similar >= floor) else 0.0
 
 
-def _chosen(candidates: List[_Candidate]) -> List[_Candidate]:
+def _repeats(cand: _Candidate, picked: Sequence[_Candidate], asked: FrozenSet[str]) -> bool:
+    """True when ``cand`` adds next to nothing to the sentences already ``picked``.
+
+    It is a near-copy of one of them (most words shared, or the same text), or
+    almost all its content words are already in the answer or the question.
+    """
+    if not picked:
+        return False
+    said = set(asked)
+    for p in picked:
+        if p.passage.text.lower() == cand.passage.text.lower():
+            return True
+        if cand.content and jaccard(cand.content, p.content) >= DUPLICATE_OVERLAP:
+            return True
+        said |= p.content
+    if not cand.content:
+        return False
+    return len(cand.content - said) < NEW_SHARE * len(cand.content)
+
+
+def _chosen(candidates: List[_Candidate], asked: FrozenSet[str]) -> List[_Candidate]:
     ordered = sorted(candidates, key=lambda c: (-c.score, c.rank))
     if not ordered or ordered[0].score <= 0.0:
         return []
@@ -245,11 +270,7 @@ def _chosen(candidates: List[_Candidate]) -> List[_Candidate]:
     for cand in ordered:
         if cand.score < best * KEEP_SHARE or len(picked) == MAX_ANSWER_SENTENCES:
             break
-        if any(
-            (cand.content and jaccard(cand.content, p.content) >= DUPLICATE_OVERLAP)
-            or cand.passage.text.lower() == p.passage.text.lower()
-            for p in picked
-        ):
+        if _repeats(cand, picked, asked):
             continue
         size = min(len(cand.passage.text), MAX_ANSWER_CHARS // MAX_ANSWER_SENTENCES) + 1
         if used + size > MAX_ANSWER_CHARS:
@@ -284,7 +305,7 @@ def answer(
             words = words_of(strip_labels(passage.text))
             candidates.append(_Candidate(rank, passage, words, _content(words)))
     _score(candidates, query, embedder, len(ranked), floor, rarity)
-    picked = _chosen(candidates)
+    picked = _chosen(candidates, _content(words_of(query.text)))
     best_of: Dict[int, str] = {}
     for cand in sorted(candidates, key=lambda c: -c.score):
         best_of.setdefault(cand.rank, cand.passage.text)

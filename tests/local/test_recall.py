@@ -9,6 +9,7 @@ import pytest
 from cortex_memory.contract import (
     Conversation,
     Document,
+    Hit,
     LearningKind,
     ListRequest,
     MemoryMeta,
@@ -23,7 +24,8 @@ from cortex_memory.contract import (
 )
 from cortex_memory.errors import InvalidRequestError
 from cortex_memory.local import LocalEngine
-from cortex_memory.local.recall import MODEL, NOTHING_FOUND, passages
+from cortex_memory.local.recall import MODEL, NOTHING_FOUND, answer, passages
+from cortex_memory.local.search import Query
 
 
 def _notes(engine: LocalEngine) -> None:
@@ -125,6 +127,34 @@ def test_near_duplicates_are_dropped_and_every_sentence_is_cited(mem: LocalEngin
     snippets = {c.snippet for c in answer.citations}
     for quoted in ("The backup runs every night at two", "Backups are kept for thirty days."):
         assert any(s.startswith(quoted) for s in snippets), quoted
+
+
+def _answer_of(question: str, items: List[StoreItem]) -> str:
+    """The answer composed from ``items`` ranked in this order."""
+    ranked = [
+        (Hit(item.fingerprint(), item.item_kind, item.render_text(), item.meta, 1.0), item)
+        for item in items
+    ]
+    return answer(Query.of(question), ranked).answer
+
+
+def test_a_sentence_that_only_restates_the_answer_is_left_out() -> None:
+    # The demo's answer once read "We ship on Tuesday mornings, after the weekly
+    # planning. The team ships releases on Tuesday mornings.": the second sentence's
+    # content words are the question's and the first's, but for one ("team").
+    first = StoreItem.document("We ship releases on Tuesday mornings, after the weekly planning.")
+    restated = StoreItem.document("The team ships releases on Tuesday mornings.")
+    assert _answer_of("When do we ship releases?", [first, restated]) == (
+        "We ship releases on Tuesday mornings, after the weekly planning."
+    )
+
+
+def test_a_sentence_with_new_facts_joins_the_answer(mem: LocalEngine) -> None:
+    mem.store(StoreItem.document("We ship releases on Tuesday mornings."))
+    mem.store(StoreItem.document("We ship releases from main once two reviewers approve."))
+    answer = mem.recall(RecallRequest("When do we ship releases?", 3))
+    assert "Tuesday" in answer.answer
+    assert "two reviewers" in answer.answer
 
 
 def test_nothing_matching_says_so(engine: LocalEngine) -> None:
