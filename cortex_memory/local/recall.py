@@ -14,7 +14,8 @@ from their sentences:
    nothing) is never the answer; one that asks (ends with ``?``) counts
    half, and joins the answer only when no statement answers at all; in a
    conversation the turn that follows a question (the other speaker's
-   answer) counts more than the question itself.
+   answer) counts more than the question itself, and is at least as
+   relevant as that question (a reply rarely repeats the question's words).
 4. The best sentences are taken, best first, leaving out near-duplicates
    (most of their words already chosen), sentences that add next to nothing
    (few content words that are neither the question's nor already chosen)
@@ -176,6 +177,11 @@ class _Candidate:
     passage: Passage
     words: Sequence[str]
     content: FrozenSet[str]
+    # In a conversation: the question this passage answers (the last passage of
+    # the turn before it, when that ends with a question mark).
+    question: Optional[_Candidate] = None
+    lexical: float = 0.0
+    similar: float = 0.0
     score: float = 0.0
 
 
@@ -223,6 +229,12 @@ def _score(
                 exact = not forms.isdisjoint(terms.forms[term])
                 found += weight[term] * (1.0 if exact else 0.85)
         lexical = found / ideal
+        if cand.question is not None:
+            # The reply to a stored question that matches is what answers it, even
+            # in other words ("Where did I park?" / "Level 3, spot B12.").
+            lexical = max(lexical, cand.question.lexical)
+            similar = max(similar, cand.question.similar)
+        cand.lexical, cand.similar = lexical, similar
         prior = 1.0 - cand.rank / max(items, 1)
         score = _TERMS * lexical + _VECTOR * similar + _RANK * prior
         if cand.passage.asks:
@@ -300,10 +312,16 @@ def answer(
         return RecallAnswer(NOTHING_FOUND, (), MODEL)
     candidates: List[_Candidate] = []
     for rank, (_hit, item) in enumerate(ranked):
+        question: Optional[_Candidate] = None
         for passage in passages(item):
             # Who said a line is not what it says: a speaker label does not count.
             words = words_of(strip_labels(passage.text))
-            candidates.append(_Candidate(rank, passage, words, _content(words)))
+            cand = _Candidate(rank, passage, words, _content(words))
+            if passage.answers:
+                cand.question = question
+            if passage.text.rstrip().endswith(_QUESTION_MARKS):
+                question = cand
+            candidates.append(cand)
     _score(candidates, query, embedder, len(ranked), floor, rarity)
     picked = _chosen(candidates, _content(words_of(query.text)))
     best_of: Dict[int, str] = {}

@@ -98,6 +98,25 @@ def test_the_turn_that_answers_beats_the_turn_that_asks(mem: LocalEngine) -> Non
     assert "Do you remember" not in answer.answer
 
 
+def test_the_reply_to_a_matching_stored_question_answers_in_other_words(
+    mem: LocalEngine,
+) -> None:
+    # The reply holds none of the question's words; the stored question it follows does.
+    mem.store(Conversation((
+        Turn(Role.USER, "Where did I park the car?"),
+        Turn(Role.ASSISTANT, "Level 3 of the airport garage, spot B12."),
+    )))
+    mem.store(StoreItem.document("The car needs new tyres before winter."))
+    answer = mem.recall(RecallRequest("where is my car parked?", 3))
+    assert answer.answer.startswith("Level 3 of the airport garage, spot B12.")
+    # A reply to a question that does not match the query answers nothing.
+    mem.store(Conversation((
+        Turn(Role.USER, "What should we cook tonight?"),
+        Turn(Role.ASSISTANT, "Lentil soup with bread."),
+    )))
+    assert "Lentil" not in mem.recall(RecallRequest("where is my car parked?", 3)).answer
+
+
 def test_a_stored_question_steps_aside_once_a_statement_answers(mem: LocalEngine) -> None:
     # The demo's case: the user's stored question shares the question's words and adds
     # one ("usually"), so it is not the question's own text, yet it answers nothing.
