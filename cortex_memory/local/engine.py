@@ -73,6 +73,7 @@ from cortex_memory.local.explore import explore as explore_sql
 from cortex_memory.local.files import MEMORY, check_path, shown, warn_if_shared
 from cortex_memory.local.lexical import StaleIndex
 from cortex_memory.local.recall import answer
+from cortex_memory.local.replies import replies
 from cortex_memory.local.schema import (
     ensure_schema,
     fts5_available,
@@ -463,9 +464,11 @@ class LocalEngine(MemoryEngine):
 
         with self._session("recalling", bound) as conn:
             pairs, ranking = self._ranked_read(conn, read)
+            ranked = reads.items_of(pairs)
+            follow = replies(conn, self._tenant, request.filter, ranked)
         weights = reads.term_rarity(query, ranking)
         vectors = self._vectors
-        return answer(query, reads.items_of(pairs), vectors.embedder, vectors.floor, weights)
+        return answer(query, ranked, vectors.embedder, vectors.floor, weights, follow)
 
     # -- beliefs -----------------------------------------------------------------
 

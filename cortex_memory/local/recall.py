@@ -34,30 +34,22 @@ import re
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from cortex_memory.contract import (
-    Citation,
-    Conversation,
-    Document,
-    Hit,
-    Learning,
-    RecallAnswer,
-    StoreItem,
-    TextBody,
-)
+from cortex_memory.contract import Citation, Hit, RecallAnswer, StoreItem
 from cortex_memory.local.embedders import Embedder, cosines
-from cortex_memory.local.search import Query
-from cortex_memory.local.text import (
-    cjk_count,
-    content_words,
-    jaccard,
-    prose_lines,
-    split_sentences,
-    stems_of,
-    strip_labels,
-    words_of,
+from cortex_memory.local.passages import (
+    CJK_WEIGHT,
+    LINE_UNIT,
+    QUESTION_MARKS,
+    Passage,
+    asks_last,
+    passages,
 )
+from cortex_memory.local.search import Query
+from cortex_memory.local.text import content_words, jaccard, stems_of, strip_labels, words_of
 
 __all__ = [
+    "CJK_WEIGHT",
+    "LINE_UNIT",
     "MAX_ANSWER_CHARS",
     "MAX_ANSWER_SENTENCES",
     "MODEL",
@@ -65,6 +57,7 @@ __all__ = [
     "SNIPPET_CHARS",
     "Passage",
     "answer",
+    "asks_last",
     "passages",
 ]
 
@@ -92,65 +85,8 @@ _ASKS = 0.5  # factor for a sentence that asks
 # Sentence ends an answer keeps as they are; a CJK sentence without one gets
 # the ideographic full stop, any other the Latin one.
 _ENDS = ".!?…\u3002\uff01\uff1f"
-_QUESTION_MARKS = ("?", "\uff1f")  # the Latin and the full-width (CJK) one
 _CJK_END = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]$")
 _ANSWERS = 1.2  # factor for a sentence of the turn right after a question
-
-
-@dataclass(frozen=True)
-class Passage:
-    """One piece of an item recall may quote, and what role it plays."""
-
-    text: str
-    asks: bool  # every sentence of it is a question
-    answers: bool  # it belongs to the turn right after a question
-
-
-#: A line at most this long is quoted whole; a longer one sentence by sentence.
-#: A CJK character counts :data:`CJK_WEIGHT` times: it carries about as much as
-#: a short Latin word with its space, so a CJK line of more than 70 characters
-#: is quoted by its sentences.
-LINE_UNIT = 280
-CJK_WEIGHT = 4
-
-
-def _asks(sentences_: Sequence[str]) -> bool:
-    return bool(sentences_) and all(s.rstrip().endswith(_QUESTION_MARKS) for s in sentences_)
-
-
-def _pieces(text: str, answers: bool = False) -> List[Passage]:
-    out: List[Passage] = []
-    for line in prose_lines(text):
-        said = split_sentences(line)
-        if len(line) + (CJK_WEIGHT - 1) * cjk_count(line) <= LINE_UNIT:
-            out.append(Passage(line, _asks(said), answers))
-        else:
-            out.extend(Passage(s, _asks([s]), answers) for s in said)
-    return out
-
-
-def passages(item: StoreItem) -> List[Passage]:
-    """The pieces of an item recall may quote: its lines, and the sentences of long lines.
-
-    Documents: the body (the title when the body has none); conversations:
-    every turn, a turn that follows a question marked as answering it;
-    learnings: their text. A short line (a chat message, a note) is quoted
-    whole, since its sentences often only make sense together.
-    """
-    if isinstance(item, Document):
-        body = item.body.text if isinstance(item.body, TextBody) else ""
-        return _pieces(body) or (_pieces(item.title) if item.title else [])
-    if isinstance(item, Conversation):
-        out: List[Passage] = []
-        previous_asked = False
-        for turn in item.turns:
-            said = _pieces(turn.text, previous_asked)
-            out.extend(said)
-            previous_asked = bool(said) and said[-1].text.rstrip().endswith(_QUESTION_MARKS)
-        return out
-    if isinstance(item, Learning):
-        return _pieces(item.text)
-    return []  # pragma: no cover - the three kinds above are all there is
 
 
 def _cut(text: str, limit: int) -> str:
@@ -173,7 +109,8 @@ def _content(words: Sequence[str]) -> FrozenSet[str]:
 
 @dataclass
 class _Candidate:
-    rank: int  # the item's place in the ranking
+    rank: int  # the item's place in the ranking (a reply: its question's)
+    source: int  # the cited item it comes from (an index into answer()'s sources)
     passage: Passage
     words: Sequence[str]
     content: FrozenSet[str]
@@ -228,13 +165,14 @@ def _score(
             if term in stems:
                 exact = not forms.isdisjoint(terms.forms[term])
                 found += weight[term] * (1.0 if exact else 0.85)
-        lexical = found / ideal
+        cand.lexical, cand.similar = found / ideal, similar
+    for cand in candidates:
+        lexical, similar = cand.lexical, cand.similar
         if cand.question is not None:
             # The reply to a stored question that matches is what answers it, even
             # in other words ("Where did I park?" / "Level 3, spot B12.").
             lexical = max(lexical, cand.question.lexical)
             similar = max(similar, cand.question.similar)
-        cand.lexical, cand.similar = lexical, similar
         prior = 1.0 - cand.rank / max(items, 1)
         score = _TERMS * lexical + _VECTOR * similar + _RANK * prior
         if cand.passage.asks:
@@ -292,52 +230,109 @@ def _chosen(candidates: List[_Candidate], asked: FrozenSet[str]) -> List[_Candid
     return picked
 
 
+def _candidates(
+    ranked: Sequence[Tuple[Hit, StoreItem]], replies: Mapping[int, Tuple[Hit, StoreItem]]
+) -> Tuple[List[_Candidate], List[Tuple[Hit, StoreItem]], Dict[int, int]]:
+    """Every passage of the ranked items and of the replies to their questions; the
+    sources (ranked items, then replies not ranked) and each such reply's question rank."""
+    sources = list(ranked)
+    ranked_at = {hit.id: rank for rank, (hit, _item) in enumerate(ranked)}
+    answered: Dict[int, int] = {}  # a ranked reply's rank -> the rank of its question
+    reply_of: Dict[int, int] = {}  # a reply's source -> the rank of its question
+    for rank, (hit, item) in replies.items():
+        if hit.id in ranked_at:
+            answered.setdefault(ranked_at[hit.id], rank)
+        elif all(sources[s][0].id != hit.id for s in reply_of):
+            reply_of[len(sources)] = rank
+            sources.append((hit, item))
+    candidates: List[_Candidate] = []
+    last_question: Dict[int, _Candidate] = {}
+    for source, (_hit, item) in enumerate(sources):
+        question: Optional[_Candidate] = None
+        rank = reply_of.get(source, source)
+        for passage in passages(item):
+            # Who said a line is not what it says: a speaker label does not count.
+            words = words_of(strip_labels(passage.text))
+            cand = _Candidate(rank, source, passage, words, _content(words))
+            if passage.answers:
+                cand.question = question
+            if passage.text.rstrip().endswith(QUESTION_MARKS):
+                question = cand
+            candidates.append(cand)
+        if question is not None and source < len(ranked):
+            last_question[source] = question
+    # A reply answers its question: every passage of it, whether ranked or read after.
+    for cand in candidates:
+        asked_at = reply_of.get(cand.source, answered.get(cand.source))
+        if asked_at is not None and asked_at in last_question:
+            cand.passage = Passage(cand.passage.text, cand.passage.asks, True)
+            cand.question = last_question[asked_at]
+    return candidates, sources, reply_of
+
+
+def _cited(
+    picked: List[_Candidate], ranked: int, reply_of: Mapping[int, int]
+) -> Tuple[List[_Candidate], List[int]]:
+    """The answer's sentences whose items fit in the citations, and the cited sources:
+    no more than the ``ranked`` items, those the answer quotes first, each reply
+    right after its question."""
+    kept: List[_Candidate] = []
+    quoted: Dict[int, None] = {}
+    for cand in picked:  # best first: a weaker sentence gives way
+        if cand.source in quoted or len(quoted) < ranked:
+            quoted[cand.source] = None
+            kept.append(cand)
+    room = ranked - len(quoted)
+    order: List[int] = []
+    for rank in range(ranked):
+        if rank in quoted or room > 0:
+            room -= rank not in quoted
+            order.append(rank)
+        order.extend(s for s, asked_at in reply_of.items() if asked_at == rank and s in quoted)
+    return kept, order
+
+
 def answer(
     query: Query,
     ranked: Sequence[Tuple[Hit, StoreItem]],
     embedder: Optional[Embedder] = None,
     floor: float = 1.0,
     rarity: Optional[Mapping[str, float]] = None,
+    replies: Optional[Mapping[int, Tuple[Hit, StoreItem]]] = None,
 ) -> RecallAnswer:
     """The recall answer for ranked ``(hit, item)`` pairs, best first.
 
     ``floor`` is the cosine a sentence needs to answer on meaning alone
     (the embedder's ``min_similarity``); ``rarity`` weighs each query term by
     how rare it is in the whole corpus (its BM25 idf; without it, how rare
-    among the candidates). When the items match but none of their sentences
-    answers (they only repeat the question), the answer says so and still
-    cites them.
+    among the candidates); ``replies`` maps the rank of an item that asks to
+    the stored reply to it (see :mod:`cortex_memory.local.replies`), quoted as
+    that question's answer and cited when quoted. There are never more
+    citations than ranked items. When the items match but none of their
+    sentences answers (they only repeat the question), the answer says so and
+    still cites them.
     """
     if not ranked:
         return RecallAnswer(NOTHING_FOUND, (), MODEL)
-    candidates: List[_Candidate] = []
-    for rank, (_hit, item) in enumerate(ranked):
-        question: Optional[_Candidate] = None
-        for passage in passages(item):
-            # Who said a line is not what it says: a speaker label does not count.
-            words = words_of(strip_labels(passage.text))
-            cand = _Candidate(rank, passage, words, _content(words))
-            if passage.answers:
-                cand.question = question
-            if passage.text.rstrip().endswith(_QUESTION_MARKS):
-                question = cand
-            candidates.append(cand)
+    candidates, sources, reply_of = _candidates(ranked, replies or {})
     _score(candidates, query, embedder, len(ranked), floor, rarity)
-    picked = _chosen(candidates, _content(words_of(query.text)))
+    picked, cited = _cited(
+        _chosen(candidates, _content(words_of(query.text))), len(ranked), reply_of
+    )
     best_of: Dict[int, str] = {}
     for cand in sorted(candidates, key=lambda c: -c.score):
-        best_of.setdefault(cand.rank, cand.passage.text)
+        best_of.setdefault(cand.source, cand.passage.text)
     for cand in reversed(picked):  # the answer's own sentence wins the snippet
-        best_of[cand.rank] = cand.passage.text
+        best_of[cand.source] = cand.passage.text
     citations = tuple(
         Citation(
             hit.id,
             hit.kind,
-            _cut(best_of.get(rank) or " ".join(hit.text.split()), SNIPPET_CHARS),
+            _cut(best_of.get(source) or " ".join(hit.text.split()), SNIPPET_CHARS),
             hit.meta,
             hit.score,
         )
-        for rank, (hit, _item) in enumerate(ranked)
+        for source, (hit, _item) in ((s, sources[s]) for s in cited)
     )
     if not picked:
         return RecallAnswer(NOTHING_FOUND, citations, MODEL)
