@@ -5,7 +5,10 @@ No language model is involved. The engine ranks the items the filter admits
 from their sentences:
 
 1. Every line of those items (a sentence of a long line) is a candidate: a
-   document's body, each turn of a conversation, a learning's text.
+   document's body, each turn of a conversation, a learning's text; and the
+   lines of the stored reply to a ranked item that asks, in a chat stored
+   turn by turn (:mod:`cortex_memory.local.replies`), as that question's
+   answer. A quoted reply is cited after its question, within ``limit``.
 2. Each is scored against the question: the query terms it holds, speaker
    labels aside (stems, each weighted by how rare it is in the whole corpus,
    exact forms counting more), its vector's cosine with the question's
