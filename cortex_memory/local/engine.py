@@ -2,20 +2,18 @@
 
 Every public method validates its request first (the contract's rule), then
 borrows a connection from the pool for the length of the call, bounded by the
-call's ``deadline=`` when it has one (:mod:`.bounded`). The SQL lives in the
+call's ``deadline=`` when it has one (:mod:`.bounded`); the connections,
+sessions and snapshots are :mod:`.sessions`' part. The SQL lives in the
 modules next to this one: ``writes`` (store, forget, erase), ``reads`` (list,
-export, get, fetch), ``explore``, ``consolidate`` and ``recall``.
+export, get, fetch), ``explore``, ``consolidate``, ``recall`` and ``replies``.
 """
 
 from __future__ import annotations
 
 import builtins
-import contextlib
 import logging
-import os
 import sqlite3
-import threading
-from typing import Callable, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import Iterable, List, Tuple
 
 from cortex_memory.contract import (
     BeliefsRequest,
@@ -55,43 +53,20 @@ from cortex_memory.contract import (
 from cortex_memory.contract.bulk import BatchStore
 from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.replacing import ReplaceBatch
-from cortex_memory.errors import Error, InvalidRequestError, UnavailableError
+from cortex_memory.errors import Error, UnavailableError
 from cortex_memory.local import consolidate as beliefs_layer
 from cortex_memory.local import reads, writes
-from cortex_memory.local.bounded import bounded
 from cortex_memory.local.bounded import where as bounded_where
-from cortex_memory.local.connections import (
-    ConnectionPool,
-    open_connection,
-    read_transaction,
-    sqlite_errors,
-    write_transaction,
-)
+from cortex_memory.local.connections import sqlite_errors
 from cortex_memory.local.corpus import BELIEFS, ITEMS
-from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.explore import explore as explore_sql
-from cortex_memory.local.files import MEMORY, check_path, shown, warn_if_shared
-from cortex_memory.local.lexical import StaleIndex
 from cortex_memory.local.recall import answer
 from cortex_memory.local.replies import replies
-from cortex_memory.local.schema import (
-    ensure_schema,
-    fts5_available,
-    rebuild_fts,
-    refresh_statistics,
-)
-from cortex_memory.local.space import Vectors
+from cortex_memory.local.sessions import EngineSessions, refresh_statistics_quietly
 
 __all__ = ["LOCAL_BATCH", "LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
 
 _log = logging.getLogger(__name__)
-
-#: New items between two checks of the planner statistics.
-_STATS_EVERY = 2000
-#: Times a read rebuilds a keyword index that keeps going stale under it.
-_REBUILDS = 3
-
-_T = TypeVar("_T")
 
 #: Items per write transaction of ``store_many`` (and per ``progress`` call).
 LOCAL_BATCH = 500
@@ -117,7 +92,7 @@ def local_descriptor() -> EngineDescriptor:
     return _DESCRIPTOR
 
 
-class LocalEngine(MemoryEngine):
+class LocalEngine(EngineSessions, MemoryEngine):
     """The embedded engine: SQLite (stdlib ``sqlite3``), FTS5 where the build has it.
 
     ``path`` is a database file (created, with its folder, when missing) or
@@ -142,118 +117,6 @@ class LocalEngine(MemoryEngine):
     is all or nothing; if one fails, those before it stay stored and the
     error's ``receipts`` lists every item stored by the call.
     """
-
-    def __init__(
-        self,
-        path: Union[str, os.PathLike[str]],
-        *,
-        tenant: str = "default",
-        timeout: float = 10.0,
-        use_fts: bool = True,
-        pool_size: int = 4,
-        embedder: Union[Embedder, str, None] = None,
-        vector_backend: str = "auto",
-    ) -> None:
-        fspath = check_path(path, "LocalEngine")
-        if not isinstance(tenant, str):
-            raise TypeError(f"LocalEngine tenant must be a str, not {type(tenant).__name__}")
-        if not tenant.strip():
-            raise InvalidRequestError("a local tenant must not be blank")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise TypeError(f"LocalEngine timeout must be a number, not {type(timeout).__name__}")
-        if isinstance(pool_size, bool) or not isinstance(pool_size, int):
-            raise TypeError(f"LocalEngine pool_size must be an int, not {type(pool_size).__name__}")
-        if not timeout >= 0:
-            raise InvalidRequestError("a local busy timeout must be zero or more seconds")
-        if pool_size < 1:
-            raise InvalidRequestError("a local connection pool holds at least one connection")
-        if not fspath:
-            raise InvalidRequestError("a local database path must not be empty")
-        self._vectors = Vectors(embedder, vector_backend, tenant)
-        self._path = fspath
-        self._tenant = tenant
-        self._timeout = float(timeout)
-        self._want_fts = bool(use_fts)
-        self._memory = self._path == MEMORY
-        self._pool = ConnectionPool(self._connect, 1 if self._memory else pool_size)
-        self._init_lock = threading.Lock()
-        self._ready = False
-        self._fts = False
-        self._written = 0  # items written since statistics were last checked
-
-    def __repr__(self) -> str:
-        return f"LocalEngine({self._path!r})"
-
-    # -- connections -----------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        return open_connection(self._path, self._timeout)
-
-    def _ensure_ready(self, conn: sqlite3.Connection) -> None:
-        # The first call sets the file up (schema, WAL, FTS5, vectors of this
-        # engine's model); later calls only take the lock to read the flag.
-        with self._init_lock:
-            if self._ready:
-                return
-            fts = self._want_fts and fts5_available(conn)
-            ensure_schema(
-                conn, use_fts=fts, memory=self._memory, name=shown(self._path),
-                timeout=self._timeout,
-            )
-            warn_if_shared(self._path, "local database")
-            self._vectors.ready(conn, write_transaction)
-            _refresh_statistics(conn)
-            self._fts = fts
-            self._ready = True
-            _log.debug("local database ready (fts5: %s, vectors: %s)", fts,
-                       self._vectors.embedder.model_id)
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder that makes this engine's vectors."""
-        return self._vectors.embedder
-
-    @contextlib.contextmanager
-    def _session(
-        self, action: str, deadline: Optional[Deadline] = None
-    ) -> Iterator[sqlite3.Connection]:
-        with sqlite_errors(action), self._pool.connection(deadline) as conn:
-            if deadline is not None and deadline.bounded:
-                with bounded(conn, deadline, action, self._timeout):
-                    self._ensure_ready(conn)
-                    yield conn
-            else:  # the common case sets nothing on the connection
-                self._ensure_ready(conn)
-                yield conn
-
-    def _ranked_read(
-        self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, bool], _T]
-    ) -> _T:
-        """``read(conn, use_fts)`` in one read transaction (one snapshot).
-
-        The keyword index is checked in the same statement that reads its
-        statistics; when another connection wrote without it (``use_fts=False``
-        or a build without FTS5), the read stops, the index is rebuilt and the
-        read runs again.
-        """
-        with self._init_lock:
-            use_fts = self._fts
-        for _attempt in range(_REBUILDS):
-            try:
-                with read_transaction(conn):
-                    return read(conn, use_fts)
-            except StaleIndex:
-                rebuild_fts(conn)
-        raise UnavailableError(
-            "the local keyword index kept being written without (rebuilt "
-            f"{_REBUILDS} times while reading); try again"
-        )
-
-    @property
-    def uses_fts(self) -> bool:
-        """True when keyword ranking runs on FTS5 (known once the database is open)."""
-        with self._init_lock:
-            return self._fts
 
     # -- what the engine is ----------------------------------------------------
 
@@ -328,20 +191,11 @@ class LocalEngine(MemoryEngine):
                     model=self._vectors.model, replacing=replacing, kept=kept,
                 )
                 if self._count_writes(sum(1 for r in receipts if not r.replayed)):
-                    _refresh_statistics(conn)
+                    refresh_statistics_quietly(conn)
         except Error as err:
             err.receipts = (*kept, *err.receipts)
             raise
         return receipts
-
-    def _count_writes(self, created: int) -> bool:
-        """Count new items; True every :data:`_STATS_EVERY` (time to check statistics)."""
-        with self._init_lock:
-            self._written += created
-            if self._written < _STATS_EVERY:
-                return False
-            self._written = 0
-            return True
 
     def forget(self, target: ForgetTarget, *, deadline: DeadlineLike = None) -> ForgetReport:
         """By ids: wherever they live (sandboxes too). By filter: inside its reach."""
@@ -504,20 +358,6 @@ class LocalEngine(MemoryEngine):
 
         with self._session("reading beliefs", bound) as conn:
             return self._ranked_read(conn, read)
-
-    def close(self) -> None:
-        """Close every connection (busy ones as their calls finish); later calls fail."""
-        self._pool.close()
-
-
-def _refresh_statistics(conn: sqlite3.Connection) -> None:
-    # Maintenance, not the caller's business: a busy or failing ANALYZE is
-    # tried again later and never fails the call that triggered it.
-    try:
-        refresh_statistics(conn)
-    except sqlite3.Error as exc:
-        _log.info("planner statistics not refreshed: %s", exc)
-
 
 def _check_wait(wait: object) -> None:
     if not isinstance(wait, WaitFor):

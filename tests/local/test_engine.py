@@ -24,9 +24,9 @@ from cortex_memory.contract import (
 )
 from cortex_memory.errors import ConfigError, EngineError, InvalidRequestError, UnavailableError
 from cortex_memory.local import LOCAL_ENGINE_ID, LocalEngine, local_descriptor
-from cortex_memory.local import engine as engine_module
-from cortex_memory.local.engine import _refresh_statistics
+from cortex_memory.local import sessions as sessions_module
 from cortex_memory.local.schema import SCHEMA_VERSION, refresh_statistics
+from cortex_memory.local.sessions import refresh_statistics_quietly
 
 from .conftest import EngineFactory
 
@@ -195,7 +195,7 @@ def test_a_read_gives_up_when_the_index_stays_stale(
     fts.store(StoreItem.document("alpha first"))
     make_engine(use_fts=False).store(StoreItem.document("alpha second"))
     rebuilt: List[int] = []
-    monkeypatch.setattr(engine_module, "rebuild_fts", lambda conn: rebuilt.append(1))
+    monkeypatch.setattr(sessions_module, "rebuild_fts", lambda conn: rebuilt.append(1))
     with pytest.raises(UnavailableError, match="keyword index"):
         fts.recall(RecallRequest("alpha?", 3))
     assert len(rebuilt) == 3
@@ -307,7 +307,7 @@ def test_a_busy_statistics_refresh_is_skipped_not_raised(
         with pytest.raises(sqlite3.OperationalError):
             refresh_statistics(conn)
         caplog.set_level(logging.INFO, logger="cortex_memory.local")
-        _refresh_statistics(conn)  # what the engine calls: logs and carries on
+        refresh_statistics_quietly(conn)  # what the engine calls: logs and carries on
         assert any("not refreshed" in r.getMessage() for r in caplog.records)
     finally:
         blocker.execute("ROLLBACK")
