@@ -1,4 +1,5 @@
-"""Item metadata (``MemoryMeta``) and the phone-number redaction helpers.
+"""Item metadata (``MemoryMeta``); its parts (:mod:`.provenance`) and the phone-number
+redaction helpers (:mod:`.redaction`) are re-exported here.
 
 Metadata is not validated beyond its Python types: it says where an item came
 from (workspace, file, thread, agent, tool call, source) and when it was
@@ -9,32 +10,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any, ClassVar, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from cortex_memory.contract._coerce import (
-    enum_member,
     opt_str,
     opt_type,
-    req_int,
-    req_str,
     req_type,
     set_attr,
     str_tuple,
     utc,
 )
-from cortex_memory.contract._enum import WireEnum
 from cortex_memory.contract._read import (
-    get_int,
     get_opt_str,
-    get_str,
     get_str_tuple,
     obj,
     opt_bool,
     opt_timestamp,
 )
-from cortex_memory.contract._wire import OPT_TEXT, TEXT, Shape, Wire
 from cortex_memory.contract.jsonfmt import format_timestamp, parse_timestamp
 from cortex_memory.contract.namespace import Namespace
+from cortex_memory.contract.provenance import (
+    SOURCES_BY_KIND,
+    ObservedActor,
+    Source,
+    SourceKind,
+    ToolCallRef,
+    TurnRange,
+)
 from cortex_memory.contract.redaction import (
     REDACTED_PREFIX,
     holds_phone_number,
@@ -56,124 +58,7 @@ __all__ = [
     "same_id",
 ]
 
-_U32_MAX = 0xFFFFFFFF
-
-
-class SourceKind(WireEnum):
-    """What produced an item. The retired ``link``, ``github``, ``rss`` and
-    ``composio`` read as ``IMPORT`` (and so re-serialize and hash as ``import``)."""
-
-    FOLDER = "folder"
-    FILE = "file"
-    CONVERSATION = "conversation"
-    AGENT = "agent"
-    IMPORT = "import"
-
-    @classmethod
-    def _missing_(cls, value: object) -> Optional[SourceKind]:
-        if value in _RETIRED_SOURCE_KINDS:
-            return cls.IMPORT
-        return None
-
-
-_RETIRED_SOURCE_KINDS = frozenset({"link", "github", "rss", "composio"})
-_SOURCE_OF_KIND: Dict[SourceKind, Source]
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where an item came from: a kind and an optional id ↔ ``{kind, id?}``."""
-
-    kind: SourceKind = SourceKind.AGENT
-    id: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        if type(self.kind) is not SourceKind:
-            set_attr(self, "kind", enum_member(self, "kind", SourceKind, self.kind))
-        opt_str(self, "id", self.id)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{kind, id?}``."""
-        out: Dict[str, Any] = {"kind": self.kind.value}
-        if self.id is not None:
-            out["id"] = self.id
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> Source:
-        """Read ``{kind?, id?}`` (kind defaults to ``agent``)."""
-        o = obj(value, "meta.source")
-        kind = o.get("kind")
-        parsed = SourceKind.AGENT if kind is None else SourceKind.parse(kind, "source kind")
-        source_id = get_opt_str(o, "id", "meta.source")
-        if source_id is None:
-            return _SOURCE_OF_KIND[parsed]  # the common case: no id, a shared value
-        return cls(parsed, source_id)
-
-
-@dataclass(frozen=True)
-class TurnRange:
-    """A zero-based inclusive range of conversation turns (u32 values) ↔ ``{first, last}``."""
-
-    first: int
-    last: int
-
-    def __post_init__(self) -> None:
-        for name in ("first", "last"):
-            value = getattr(self, name)
-            req_int(self, name, value)
-            if not 0 <= value <= _U32_MAX:
-                raise InvalidRequestError(
-                    f"turn range {name} must be between 0 and {_U32_MAX}"
-                )
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{first, last}``."""
-        return {"first": self.first, "last": self.last}
-
-    @classmethod
-    def from_json(cls, value: object) -> TurnRange:
-        """Read ``{first, last}``."""
-        o = obj(value, "turns")
-        return cls(get_int(o, "first", "turns"), get_int(o, "last", "turns"))
-
-
-@dataclass(frozen=True)
-class ToolCallRef:
-    """A tool call by name and optional call id ↔ ``{name, id?}``."""
-
-    name: str
-    id: Optional[str] = None
-
-    def __post_init__(self) -> None:
-        req_str(self, "name", self.name)
-        opt_str(self, "id", self.id)
-
-    def to_json(self) -> Dict[str, Any]:
-        """``{name, id?}``."""
-        out: Dict[str, Any] = {"name": self.name}
-        if self.id is not None:
-            out["id"] = self.id
-        return out
-
-    @classmethod
-    def from_json(cls, value: object) -> ToolCallRef:
-        """Read ``{name, id?}``."""
-        o = obj(value, "tool call")
-        return cls(get_str(o, "name", "tool call"), get_opt_str(o, "id", "tool call"))
-
-
-@dataclass(frozen=True)
-class ObservedActor(Wire):
-    """Who said it when not the owner ↔ ``{id, name?}``; ``id`` is ``type:id``."""
-
-    _SHAPE: ClassVar[Shape] = Shape.of("meta.observed_actor", id=TEXT, name=OPT_TEXT)
-
-    id: str
-    name: Optional[str] = None
-
-
-_SOURCE_OF_KIND = {kind: Source(kind) for kind in SourceKind}
+_SOURCE_OF_KIND = SOURCES_BY_KIND
 _ROOT = Namespace.root()
 _DEFAULT_SOURCE = _SOURCE_OF_KIND[SourceKind.AGENT]
 _META_STRINGS = (
