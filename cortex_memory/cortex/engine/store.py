@@ -51,9 +51,10 @@ from cortex_memory.cortex.engine.scopes import KindScope, kind_scope
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import encode_checked
 from cortex_memory.cortex.envelope.request import ExperienceRequest, experience_request
+from cortex_memory.cortex.envelope.turn import plan_turn
 from cortex_memory.cortex.log.sizes import PAGE_LIMIT
 from cortex_memory.cortex.log.visibility import await_listed, await_settled
-from cortex_memory.cortex.log.write import Written, write, write_events, written
+from cortex_memory.cortex.log.write import Written, write, write_events, write_one, written
 from cortex_memory.cortex.timing import Deadline
 
 __all__ = ["Plan", "plan_item", "store_many"]
@@ -111,20 +112,27 @@ def _store_turn(ctx: EngineContext, item: StoreItem, deadline: Deadline) -> Stor
     """
     timed = logger.isEnabledFor(logging.DEBUG)
     started = time.monotonic() if timed else 0.0
-    plan = plan_item(item)
-    planned = time.monotonic() if timed else 0.0
-    requests = [request for _, request in plan.events]
-    receipts = write_events(ctx.log, requests, WaitFor.ACCEPTED, deadline)
-    # As written() decides for an item: a replay only when every event was one.
-    replayed = bool(receipts) and all(receipt.replayed for receipt in receipts)
-    ctx.recency.touch(plan.scope.path)
+    turn = plan_turn(item)
+    if turn is not None:
+        item_id, scope = turn.id, turn.scope
+        planned = time.monotonic() if timed else 0.0
+        replayed = write_one(ctx.log, turn.body, WaitFor.ACCEPTED, deadline).replayed
+    else:  # what plan_turn leaves to the general plan (and its checks)
+        plan = plan_item(item)
+        item_id, scope = plan.id, plan.scope.path
+        planned = time.monotonic() if timed else 0.0
+        requests = [request for _, request in plan.events]
+        receipts = write_events(ctx.log, requests, WaitFor.ACCEPTED, deadline)
+        # As written() decides for an item: a replay only when every event was one.
+        replayed = bool(receipts) and all(receipt.replayed for receipt in receipts)
+    ctx.recency.touch(scope)
     if timed:
         logger.debug(
             "stored 1 turn (no wait): plan %.1f ms, write %.1f ms",
             (planned - started) * 1000,
             (time.monotonic() - planned) * 1000,
         )
-    return StoreReceipt(plan.id, replayed)
+    return StoreReceipt(item_id, replayed)
 
 
 def _held_parts(

@@ -1,0 +1,165 @@
+"""The write of a one-turn conversation in one pass (the turn-logging hot path, engine.md §9.4).
+
+:func:`plan_turn` gives what the general path (``plan_item``: the fingerprint,
+:func:`~.build.envelopes`, :func:`~.codec.encode_checked`,
+:func:`~.request.experience_request`, then :meth:`~.request.ExperienceRequest.body`)
+gives for a conversation of one turn: the item id, the scope and the exact request
+body bytes, idempotency key included. It writes the fixed frame of each JSON text
+around the values directly instead of building and then serializing the envelope,
+the turn, the request and their dictionaries, which is most of that path's cost
+(a store runs it once per write).
+
+It answers only the common case and says ``None`` for anything else, which the
+caller sends through the general path (which then decides, and raises where it
+must): a subclass of an item, a turn or a meta (they may write other JSON), a turn
+text over ``LONG_STR`` characters (the fingerprint hashes it in pieces), an event
+over the size limit or over 64 labels (v2), and any text UTF-8 cannot carry (a lone
+surrogate). Each byte it writes is the general path's byte, which
+``tests/envelope/test_turn_plan.py`` checks on generated items.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json.encoder
+from typing import Callable, Dict, NamedTuple, Optional
+
+from cortex_memory.contract.content import ItemKind, Role, Turn
+from cortex_memory.contract.fingerprint import hash_json
+from cortex_memory.contract.items import Conversation, StoreItem
+from cortex_memory.contract.jsonfmt import LONG_STR, c_dumps
+from cortex_memory.contract.meta import MemoryMeta
+from cortex_memory.contract.timestamps import format_timestamp, format_timestamp_offset
+from cortex_memory.cortex.envelope.codec import MAX_EVENT_BYTES, MAX_LABELS, part_labels
+from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
+from cortex_memory.cortex.envelope.labels import (
+    WORKSPACE_TAG,
+    lookup_labels,
+    readable_labels_of,
+)
+from cortex_memory.cortex.envelope.paths import path_digests, wire_meta
+from cortex_memory.cortex.envelope.request import BODY_KEY_HEX, BODY_KEY_PREFIX
+from cortex_memory.cortex.envelope.scopes import scope_path
+
+__all__ = ["TurnWrite", "plan_turn"]
+
+_CONVERSATION = ItemKind.CONVERSATION
+_TOOL = Role.TOOL
+# json's own string writer (ensure_ascii off): what dumps, c_dumps and the
+# request body's encoder all write for a string.
+_escape: Callable[[str], str] = json.encoder.encode_basestring
+_ROLE_JSON = {role: _escape(role.value) for role in Role}
+_READABLE_KIND = readable_labels_of(_CONVERSATION, MemoryMeta())  # ["kind:conversation"]
+_NO_EXTRACT = ',"directives":{"extract":[]}'
+_KEY_HEAD = b',"idempotency_key":"'
+
+
+class TurnWrite(NamedTuple):
+    """One one-turn conversation ready to send: its id, scope path and request body."""
+
+    id: str
+    scope: str
+    body: bytes
+
+
+def plan_turn(item: StoreItem) -> Optional[TurnWrite]:
+    """The id, scope and body of a validated one-turn conversation, or ``None``
+    where the general path must plan it (see the module docs)."""
+    if type(item) is not Conversation:
+        return None
+    meta = item.meta
+    turns = item.turns
+    if len(turns) != 1 or type(meta) is not MemoryMeta:
+        return None
+    turn = turns[0]
+    if type(turn) is not Turn:
+        return None
+    text = turn.text
+    if not text or len(text) > LONG_STR:
+        return None
+    role = turn.role
+    role_json = _ROLE_JSON[role]
+    text_json = _escape(text)
+    # The turn's own members after role and text: the same in the identity JSON
+    # ({role, text, at?, tool_calls?}) and the envelope's turn ({index, count,
+    # role, at?, tool_calls?}).
+    at = turn.at
+    tail = "" if at is None else ',"at":"' + format_timestamp(at) + '"'
+    if turn.tool_calls:
+        tail += ',"tool_calls":' + c_dumps([call.to_json() for call in turn.tool_calls])
+
+    sent = wire_meta(meta)
+    meta_json = c_dumps(sent.to_json())
+    call = meta.tool_call
+    if (
+        sent is meta
+        and meta.observed_at is None
+        and meta.observed_actor is None
+        and (call is None or call.id is None)
+    ):
+        identity_meta = meta_json  # nothing the identity leaves out is set
+    else:
+        identity_meta = c_dumps(meta.identity_json())
+    # Item.fingerprint(): an exact Conversation, Turn and MemoryMeta hold no float,
+    # so c_dumps writes the identity JSON as dumps would.
+    item_id = hash_json(
+        '{"type":"conversation","turns":[{"role":' + role_json + ',"text":' + text_json
+        + tail + '}],"meta":' + identity_meta + "}"
+    )  # fmt: skip
+
+    # The v3 envelope JSON (Envelope.to_json(3, text="")), members in order.
+    paths = ""
+    ws: Optional[str] = None
+    if meta.workspace is not None or meta.file_path is not None or meta.folder is not None:
+        digests = path_digests(meta)
+        ws = digests.ws
+        if ws is not None:
+            paths = ',"ws":"' + ws + '"'
+        if digests.fp:
+            paths += ',"fp":' + c_dumps(list(digests.fp))
+        if digests.fd:
+            paths += ',"fd":' + c_dumps(list(digests.fd))
+    v3 = (
+        '{"v":3,"id":"' + item_id + '","kind":"conversation","text":"","meta":' + meta_json
+        + paths + ',"turn":{"index":0,"count":1,"role":' + role_json + tail + "}}"
+    )  # fmt: skip
+    # encode_checked's size: the v2 encoding is the v3 JSON with the text in place.
+    if len(v3) + len(text_json) > MAX_EVENT_BYTES // 4 and (
+        len(v3.encode("utf-8", "surrogatepass"))
+        - 2
+        + len(text_json.encode("utf-8", "surrogatepass"))
+        > MAX_EVENT_BYTES
+    ):
+        return None
+    labels = lookup_labels(item_id, sent)
+    if ws is not None:
+        labels.append(WORKSPACE_TAG + ws[:LOOKUP_HEX])
+    if sent.agent_id is None and sent.thread_id is None and sent.file_path is None:
+        labels += _READABLE_KIND
+    else:
+        labels += readable_labels_of(_CONVERSATION, sent)
+    labels += part_labels(v3)
+    if len(labels) > MAX_LABELS:
+        return None  # v2: the general path writes it
+
+    # The request body (compact, keys sorted; experience_request): observed_at is
+    # the turn's time, else the meta's; derivation is off for derive=False or a tool.
+    observed = at if at is not None else meta.observed_at
+    context: Dict[str, object] = {"labels": labels}
+    if observed is not None:
+        context["observed_at"] = format_timestamp_offset(observed)
+    scope = scope_path(meta.namespace, _CONVERSATION)
+    try:
+        head = (
+            '{"content":{"kind":"message","role":' + role_json + ',"text":' + text_json
+        ).encode()
+        middle = (
+            '},"context":' + c_dumps(context)
+            + ("" if meta.derive is not False and role is not _TOOL else _NO_EXTRACT)
+        ).encode()  # fmt: skip
+        end = (',"modality":"conversation","scope":' + _escape(scope) + "}").encode()
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: the general path fails it as unsendable
+    key = hashlib.sha256(head + middle + end).hexdigest()[:BODY_KEY_HEX]
+    body = b"".join((head, middle, _KEY_HEAD, BODY_KEY_PREFIX.encode(), key.encode(), b'"', end))
+    return TurnWrite(item_id, scope, body)
