@@ -12,7 +12,7 @@ large, a long text, a subclass.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any, Tuple
 
 import pytest
@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from cortex_memory.contract.items import Conversation, LearningKind, Role, StoreItem, Turn
 from cortex_memory.contract.jsonfmt import LONG_STR
-from cortex_memory.contract.meta import MemoryMeta, ToolCallRef
+from cortex_memory.contract.meta import MemoryMeta, Source, SourceKind, ToolCallRef
+from cortex_memory.contract.namespace import Namespace
 from cortex_memory.cortex.engine.store import plan_item
 from cortex_memory.cortex.envelope.codec import PART_TAG
 from cortex_memory.cortex.envelope.turn import TurnWrite, plan_turn
@@ -51,6 +52,21 @@ TURN_TEXT = st.text(min_size=1, max_size=60) | st.sampled_from(
 
 
 @st.composite
+def sparse_metas(draw: st.DrawFn) -> MemoryMeta:
+    """A meta that sets its namespace and source kind, and at most one field more
+    (plan_turn writes the JSON of a meta setting only the first two itself)."""
+    full = draw(metas())
+    meta = MemoryMeta(
+        namespace=draw(st.sampled_from([Namespace.root(), Namespace.parse("team:alpha/user:x")])),
+        source=Source(draw(st.sampled_from(list(SourceKind)))),
+    )
+    name = draw(st.none() | st.sampled_from([f.name for f in fields(MemoryMeta)]))
+    if name is None or name == "namespace":
+        return meta
+    return replace(meta, **{name: getattr(full, name)})
+
+
+@st.composite
 def one_turn(draw: st.DrawFn) -> Conversation:
     turn = Turn(
         draw(st.sampled_from(list(Role))),
@@ -58,7 +74,7 @@ def one_turn(draw: st.DrawFn) -> Conversation:
         draw(WHEN),
         tuple(draw(st.lists(st.builds(ToolCallRef, SOME_TEXT, OPT), max_size=2))),
     )
-    return Conversation((turn,), draw(metas()))
+    return Conversation((turn,), draw(metas() | sparse_metas()))
 
 
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])

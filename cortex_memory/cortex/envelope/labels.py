@@ -37,6 +37,7 @@ __all__ = [
     "narrowing",
     "readable_labels",
     "readable_labels_of",
+    "source_kind_label",
 ]
 
 ITEM_TAG = "tm:i:"
@@ -58,6 +59,11 @@ _SOURCE_KIND_LABELS = {kind: SOURCE_KIND_TAG + digest(kind.value) for kind in So
 
 # thread- + a lowercase canonical UUID: the threads an app mints itself.
 _APP_THREAD = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def source_kind_label(kind: SourceKind) -> str:
+    """``tm:k:`` + the digest of the source kind (the last lookup label)."""
+    return _SOURCE_KIND_LABELS[kind]
 
 
 def item_label(item_id: str) -> str:

@@ -28,14 +28,22 @@ from cortex_memory.contract.content import ItemKind, Role, Turn
 from cortex_memory.contract.fingerprint import hash_json
 from cortex_memory.contract.items import Conversation, StoreItem
 from cortex_memory.contract.jsonfmt import LONG_STR, c_dumps
-from cortex_memory.contract.meta import MemoryMeta
+from cortex_memory.contract.meta import MemoryMeta, SourceKind
 from cortex_memory.contract.timestamps import format_timestamp, format_timestamp_offset
-from cortex_memory.cortex.envelope.codec import MAX_EVENT_BYTES, MAX_LABELS, part_labels
+from cortex_memory.cortex.envelope.codec import (
+    MAX_EVENT_BYTES,
+    MAX_LABELS,
+    PART_BYTES,
+    PART_TAG,
+    part_labels,
+)
 from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
 from cortex_memory.cortex.envelope.labels import (
     WORKSPACE_TAG,
+    item_label,
     lookup_labels,
     readable_labels_of,
+    source_kind_label,
 )
 from cortex_memory.cortex.envelope.paths import path_digests, wire_meta
 from cortex_memory.cortex.envelope.request import BODY_KEY_HEX, BODY_KEY_PREFIX
@@ -50,6 +58,8 @@ _TOOL = Role.TOOL
 _escape: Callable[[str], str] = json.encoder.encode_basestring
 _ROLE_JSON = {role: _escape(role.value) for role in Role}
 _READABLE_KIND = readable_labels_of(_CONVERSATION, MemoryMeta())  # ["kind:conversation"]
+_FIRST_PART = PART_TAG + "00:"
+_SOURCE_KIND_JSON = {kind: _escape(kind.value) + "}}" for kind in SourceKind}
 _NO_EXTRACT = ',"directives":{"extract":[]}'
 _KEY_HEAD = b',"idempotency_key":"'
 
@@ -88,18 +98,52 @@ def plan_turn(item: StoreItem) -> Optional[TurnWrite]:
     if turn.tool_calls:
         tail += ',"tool_calls":' + c_dumps([call.to_json() for call in turn.tool_calls])
 
-    sent = wire_meta(meta)
-    meta_json = c_dumps(sent.to_json())
+    # Nothing wire_meta would change, no path digest, no looked-up id or readable
+    # label but the kind's: the meta as sent and its labels follow directly.
+    source = meta.source
+    plain = (
+        meta.workspace is None
+        and meta.file_path is None
+        and meta.folder is None
+        and meta.thread_id is None
+        and meta.agent_id is None
+        and source.id is None
+        and meta.observed_actor is None
+    )
+    sent = meta if plain else wire_meta(meta)
     call = meta.tool_call
     if (
-        sent is meta
+        plain
+        and meta.language is None
+        and meta.repo is None
+        and meta.commit is None
+        and meta.url is None
+        and meta.turns is None
+        and call is None
+        and not meta.tags
         and meta.observed_at is None
-        and meta.observed_actor is None
-        and (call is None or call.id is None)
+        and meta.derive is None
     ):
-        identity_meta = meta_json  # nothing the identity leaves out is set
+        # MemoryMeta.to_json() of a meta that sets no more than its namespace and
+        # its source kind: the wire meta and the identity meta.
+        namespace = meta.namespace
+        meta_json = (
+            '{"namespace":' + _escape(str(namespace)) + ',"source":{"kind":'
+            if namespace.segments
+            else '{"source":{"kind":'
+        ) + _SOURCE_KIND_JSON[source.kind]
+        identity_meta = meta_json
     else:
-        identity_meta = c_dumps(meta.identity_json())
+        meta_json = c_dumps(sent.to_json())
+        if (
+            sent is meta
+            and meta.observed_at is None
+            and meta.observed_actor is None
+            and (call is None or call.id is None)
+        ):
+            identity_meta = meta_json  # nothing the identity leaves out is set
+        else:
+            identity_meta = c_dumps(meta.identity_json())
     # Item.fingerprint(): an exact Conversation, Turn and MemoryMeta hold no float,
     # so c_dumps writes the identity JSON as dumps would.
     item_id = hash_json(
@@ -110,7 +154,9 @@ def plan_turn(item: StoreItem) -> Optional[TurnWrite]:
     # The v3 envelope JSON (Envelope.to_json(3, text="")), members in order.
     paths = ""
     ws: Optional[str] = None
-    if meta.workspace is not None or meta.file_path is not None or meta.folder is not None:
+    if not plain and (
+        meta.workspace is not None or meta.file_path is not None or meta.folder is not None
+    ):
         digests = path_digests(meta)
         ws = digests.ws
         if ws is not None:
@@ -131,14 +177,17 @@ def plan_turn(item: StoreItem) -> Optional[TurnWrite]:
         > MAX_EVENT_BYTES
     ):
         return None
-    labels = lookup_labels(item_id, sent)
-    if ws is not None:
-        labels.append(WORKSPACE_TAG + ws[:LOOKUP_HEX])
-    if sent.agent_id is None and sent.thread_id is None and sent.file_path is None:
-        labels += _READABLE_KIND
+    if plain and meta.repo is None and meta.language is None:
+        labels = [item_label(item_id), source_kind_label(source.kind), *_READABLE_KIND]
     else:
+        labels = lookup_labels(item_id, sent)
+        if ws is not None:
+            labels.append(WORKSPACE_TAG + ws[:LOOKUP_HEX])
         labels += readable_labels_of(_CONVERSATION, sent)
-    labels += part_labels(v3)
+    if len(v3) <= PART_BYTES and v3.isascii():
+        labels.append(_FIRST_PART + v3)  # part_labels(v3): one part
+    else:
+        labels += part_labels(v3)
     if len(labels) > MAX_LABELS:
         return None  # v2: the general path writes it
 
