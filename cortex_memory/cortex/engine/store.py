@@ -56,8 +56,9 @@ from cortex_memory.cortex.log.sizes import PAGE_LIMIT
 from cortex_memory.cortex.log.visibility import await_listed, await_settled
 from cortex_memory.cortex.log.write import Written, write, write_events, write_one, written
 from cortex_memory.cortex.timing import Deadline
+from cortex_memory.errors import EngineError
 
-__all__ = ["Plan", "plan_item", "store_many"]
+__all__ = ["Plan", "plan_item", "store_many", "store_one"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,10 +87,17 @@ def plan_item(item: StoreItem) -> Plan:
 
 
 def _hot_path(ctx: EngineContext, items: Sequence[StoreItem], wait: WaitFor) -> bool:
-    if ctx.hosted or wait is not WaitFor.ACCEPTED or len(items) != 1:
-        return False
-    item = items[0]
-    return isinstance(item, Conversation) and len(item.turns) == 1
+    return len(items) == 1 and _hot_item(ctx, items[0], wait)
+
+
+def _hot_item(ctx: EngineContext, item: StoreItem, wait: WaitFor) -> bool:
+    """Direct, ``ACCEPTED``, a conversation of one turn: the turn-logging hot path."""
+    return (
+        wait is WaitFor.ACCEPTED
+        and isinstance(item, Conversation)
+        and len(item.turns) == 1
+        and not ctx.hosted
+    )
 
 
 def _page_limit(plans: Sequence[Plan]) -> int:
@@ -184,6 +192,23 @@ def _write_pending(
     for scope in dict.fromkeys(plan.scope.path for _, plan, _ in pending):
         ctx.recency.touch(scope)
     return out
+
+
+def store_one(
+    ctx: EngineContext,
+    item: StoreItem,
+    wait: WaitFor,
+    deadline: Deadline,
+    *,
+    replace: bool = False,
+) -> StoreReceipt:
+    """:func:`store_many` of one validated item: its receipt."""
+    if not replace and _hot_item(ctx, item, wait):
+        return _store_turn(ctx, item, deadline)
+    receipts = store_many(ctx, (item,), wait, deadline, replace=replace)
+    if not receipts:
+        raise EngineError("the store produced no receipt")
+    return receipts[0]
 
 
 def store_many(
