@@ -315,10 +315,14 @@ class Conversation(StoreItem):
         """Refuse zero turns, any blank turn and text over 16 MiB in all."""
         if not self.turns:
             raise InvalidRequestError("a conversation needs at least one turn")
+        chars = 0
         for turn in self.turns:
-            if is_blank(turn.text):
+            text = turn.text
+            if is_blank(text):
                 raise InvalidRequestError("conversation turn text must not be empty")
-        _check_size(self._texts())
+            chars += len(text)
+        if chars > MAX_ITEM_BYTES // 4:  # else surely within it: at most 4 bytes a character
+            _check_size(self._texts())
 
     def _texts(self) -> Iterable[Optional[str]]:
         return (turn.text for turn in self.turns)

@@ -282,6 +282,8 @@ def test_an_item_over_16_mib_of_text_is_refused() -> None:
         StoreItem.document("x" * MAX_ITEM_BYTES),
         Document(TextBody("é" * (MAX_ITEM_BYTES // 2 - 2)), "ab" + "c" * 2),  # 2 bytes each
         StoreItem.conversation([Turn(Role.USER, "y" * (MAX_ITEM_BYTES // 2))] * 2),
+        # 4 bytes a character, MAX_ITEM_BYTES in all: the characters alone prove it fits.
+        StoreItem.conversation([Turn(Role.USER, "😀" * (MAX_ITEM_BYTES // 8))] * 2),
         Learning("z" * (MAX_ITEM_BYTES - 8), LearningKind.FACT, 0.5, evidence="12345678"),
     ]
     for item in fits:
@@ -292,6 +294,9 @@ def test_an_item_over_16_mib_of_text_is_refused() -> None:
         Document(TextBody("é" * (MAX_ITEM_BYTES // 2) + "x")),  # UTF-8 bytes, not characters
         StoreItem.document("😀" * (MAX_ITEM_BYTES // 4 + 1)),
         StoreItem.conversation([Turn(Role.USER, "y" * (MAX_ITEM_BYTES // 2 + 1))] * 2),
+        StoreItem.conversation(
+            [Turn(Role.USER, "😀" * (MAX_ITEM_BYTES // 8))] * 2 + [Turn(Role.USER, "x")]
+        ),
         Learning("z" * (MAX_ITEM_BYTES - 8), LearningKind.FACT, 0.5, evidence="123456789"),
         StoreItem.document("\ud800" * (MAX_ITEM_BYTES // 3 + 1)),  # 3 bytes each, surrogatepass
     ]

@@ -189,6 +189,30 @@ def test_the_hot_path_touches_its_scope_and_checks_sizes_before_sending(kit, dir
     assert len(direct.state.requests()) == before  # refused before any request
 
 
+def test_the_hot_path_sends_the_general_body_and_falls_back_on_the_wire(direct) -> None:
+    # plan_turn writes the body in one pass; the double sees what the general plan builds.
+    from cortex_memory.contract.items import Role, StoreItem, Turn
+    from cortex_memory.contract.meta import MemoryMeta
+    from cortex_memory.cortex.engine.store import plan_item
+    from cortex_memory.cortex.envelope.turn import plan_turn
+
+    engine = direct.engine()
+    plain = StoreItem.conversation([Turn(Role.USER, "we ship on friday")])
+    receipt = engine.store(plain, wait=WaitFor.ACCEPTED)
+    assert (receipt.id, receipt.replayed) == (plain.fingerprint(), False)
+    [sent] = direct.state.seen.writes
+    expected = plan_turn(plain)
+    assert expected is not None
+    assert sent == json.loads(expected.body)
+    assert engine.store(plain, wait=WaitFor.ACCEPTED).replayed  # the body key: a replay
+    # A v2 turn (too many labels) still goes through the general plan, as one write.
+    many = MemoryMeta(tags=tuple(f"tag number {i:04d}" for i in range(900)))
+    v2 = StoreItem.conversation([Turn(Role.USER, "a turn with a large meta")], many)
+    assert engine.store(v2, wait=WaitFor.ACCEPTED).id == v2.fingerprint()
+    request = plan_item(v2).events[0][1]
+    assert direct.state.seen.writes[-1] == json.loads(request.body())
+
+
 def test_receipts_in_item_order_and_ids_are_fingerprints(kit, wire, make_double) -> None:
     double = make_double(wire)
     engine = double.engine()

@@ -10,7 +10,7 @@ same bytes.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import List, Optional
 
 import pytest
@@ -27,7 +27,7 @@ from cortex_memory.contract.items import (
     Turn,
 )
 from cortex_memory.contract.jsonfmt import dumps, format_timestamp_offset
-from cortex_memory.contract.meta import MemoryMeta, ObservedActor, Source, SourceKind, ToolCallRef
+from cortex_memory.contract.meta import MemoryMeta, ToolCallRef
 from cortex_memory.contract.namespace import Namespace
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import (
@@ -51,6 +51,8 @@ from cortex_memory.cortex.envelope.scopes import scope_path
 from cortex_memory.cortex.log.write import bulk_body
 from cortex_memory.cortex.transport.response import encode_body
 from cortex_memory.errors import InvalidRequestError
+
+from ._strategies import OPT, SOME_TEXT, TEXT, WHEN, metas
 
 # ------------------------------------------------------------ the code replaced
 
@@ -142,40 +144,6 @@ def outcome(call: object, *args: object) -> object:
 
 
 # ------------------------------------------------------------------ generators
-
-TEXT = st.text(min_size=0, max_size=40)
-SOME_TEXT = st.text(min_size=1, max_size=300)
-OPT = st.none() | TEXT
-WHEN = st.none() | st.builds(
-    lambda micros, hours: datetime(2025, 3, 4, 5, 6, 7, micros, timezone(timedelta(hours=hours))),
-    st.sampled_from([0, 1000, 123456]),
-    st.integers(-12, 12),
-)
-
-
-@st.composite
-def metas(draw: st.DrawFn) -> MemoryMeta:
-    return MemoryMeta(
-        namespace=draw(st.sampled_from([Namespace.root(), Namespace.parse("team:alpha/user:x")])),
-        workspace=draw(st.none() | st.sampled_from(["/srv/ws", "~/ws", "C:ws", "logical"])),
-        folder=draw(st.none() | st.sampled_from(["/home/u/docs/", "a/b", "C:\\x"])),
-        file_path=draw(st.none() | st.sampled_from(["/home/u/n.md", "n.txt", "C:\\x\\y.pdf"])),
-        language=draw(OPT),
-        repo=draw(OPT),
-        thread_id=draw(
-            st.none()
-            | st.sampled_from(["+1 (555) 123-4567", "thread-12345678-1234-1234-1234-123456789abc"])
-            | TEXT
-        ),
-        agent_id=draw(st.none() | st.sampled_from(["whatsapp 15551234567"]) | TEXT),
-        tool_call=draw(st.none() | st.builds(ToolCallRef, SOME_TEXT, OPT)),
-        source=draw(st.builds(Source, st.sampled_from(list(SourceKind)), OPT)),
-        tags=tuple(draw(st.lists(TEXT, max_size=3))),
-        observed_at=draw(WHEN),
-        derive=draw(st.sampled_from([None, True, False])),
-        observed_actor=draw(st.none() | st.builds(ObservedActor, SOME_TEXT, OPT)),
-    )
-
 
 @st.composite
 def items(draw: st.DrawFn) -> StoreItem:

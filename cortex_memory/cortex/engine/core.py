@@ -24,7 +24,7 @@ from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.erase import EraseReport, EraseRequest
 from cortex_memory.contract.explore import ExplorePage, ExploreRequest
 from cortex_memory.contract.forget import ForgetReport, ForgetTarget
-from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt, validate_many
+from cortex_memory.contract.items import ItemId, StoreItem, StoreReceipt, validate_each
 from cortex_memory.contract.limits import MAX_GET_IDS
 from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.replacing import ReplaceBatch
@@ -54,7 +54,6 @@ from cortex_memory.cortex.timing import Deadline, DeadlineLike, Timing
 from cortex_memory.cortex.transport.client import HttpClient
 from cortex_memory.cortex.wire import CortexWire
 from cortex_memory.credential import BearerSource, EngineCredential, required
-from cortex_memory.errors import EngineError
 
 __all__ = ["CortexEngine"]
 
@@ -246,15 +245,10 @@ class CortexEngine(MemoryEngine):
         once it is stored (and listed, with ``VISIBLE``); ``receipt.replaced``
         lists them.
         """
-        batch = validate_many([item])
+        batch = validate_each((item,))
         if replace:
             ReplaceBatch.of(batch)  # refuses an item without a source identity
-        receipts = _store.store_many(
-            self._ctx, batch, wait, Deadline.of(deadline), replace=replace
-        )
-        if not receipts:
-            raise EngineError("the store produced no receipt")
-        return receipts[0]
+        return _store.store_one(self._ctx, item, wait, Deadline.of(deadline), replace=replace)
 
     def _batch_store(self, *, replace: bool, wait: WaitFor, deadline: Deadline) -> BatchStore:
         # A batch of 100 (the wire's write limit) goes out as one write where the

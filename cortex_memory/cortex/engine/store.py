@@ -51,12 +51,14 @@ from cortex_memory.cortex.engine.scopes import KindScope, kind_scope
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import encode_checked
 from cortex_memory.cortex.envelope.request import ExperienceRequest, experience_request
+from cortex_memory.cortex.envelope.turn import plan_turn
 from cortex_memory.cortex.log.sizes import PAGE_LIMIT
 from cortex_memory.cortex.log.visibility import await_listed, await_settled
-from cortex_memory.cortex.log.write import Written, write, write_events, written
+from cortex_memory.cortex.log.write import Written, write, write_events, write_one, written
 from cortex_memory.cortex.timing import Deadline
+from cortex_memory.errors import EngineError
 
-__all__ = ["Plan", "plan_item", "store_many"]
+__all__ = ["Plan", "plan_item", "store_many", "store_one"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,10 +87,17 @@ def plan_item(item: StoreItem) -> Plan:
 
 
 def _hot_path(ctx: EngineContext, items: Sequence[StoreItem], wait: WaitFor) -> bool:
-    if ctx.hosted or wait is not WaitFor.ACCEPTED or len(items) != 1:
-        return False
-    item = items[0]
-    return isinstance(item, Conversation) and len(item.turns) == 1
+    return len(items) == 1 and _hot_item(ctx, items[0], wait)
+
+
+def _hot_item(ctx: EngineContext, item: StoreItem, wait: WaitFor) -> bool:
+    """Direct, ``ACCEPTED``, a conversation of one turn: the turn-logging hot path."""
+    return (
+        wait is WaitFor.ACCEPTED
+        and isinstance(item, Conversation)
+        and len(item.turns) == 1
+        and not ctx.hosted
+    )
 
 
 def _page_limit(plans: Sequence[Plan]) -> int:
@@ -111,20 +120,27 @@ def _store_turn(ctx: EngineContext, item: StoreItem, deadline: Deadline) -> Stor
     """
     timed = logger.isEnabledFor(logging.DEBUG)
     started = time.monotonic() if timed else 0.0
-    plan = plan_item(item)
-    planned = time.monotonic() if timed else 0.0
-    requests = [request for _, request in plan.events]
-    receipts = write_events(ctx.log, requests, WaitFor.ACCEPTED, deadline)
-    # As written() decides for an item: a replay only when every event was one.
-    replayed = bool(receipts) and all(receipt.replayed for receipt in receipts)
-    ctx.recency.touch(plan.scope.path)
+    turn = plan_turn(item)
+    if turn is not None:
+        item_id, scope = turn.id, turn.scope
+        planned = time.monotonic() if timed else 0.0
+        replayed = write_one(ctx.log, turn.body, WaitFor.ACCEPTED, deadline).replayed
+    else:  # what plan_turn leaves to the general plan (and its checks)
+        plan = plan_item(item)
+        item_id, scope = plan.id, plan.scope.path
+        planned = time.monotonic() if timed else 0.0
+        requests = [request for _, request in plan.events]
+        receipts = write_events(ctx.log, requests, WaitFor.ACCEPTED, deadline)
+        # As written() decides for an item: a replay only when every event was one.
+        replayed = bool(receipts) and all(receipt.replayed for receipt in receipts)
+    ctx.recency.touch(scope)
     if timed:
         logger.debug(
             "stored 1 turn (no wait): plan %.1f ms, write %.1f ms",
             (planned - started) * 1000,
             (time.monotonic() - planned) * 1000,
         )
-    return StoreReceipt(plan.id, replayed)
+    return StoreReceipt(item_id, replayed)
 
 
 def _held_parts(
@@ -176,6 +192,23 @@ def _write_pending(
     for scope in dict.fromkeys(plan.scope.path for _, plan, _ in pending):
         ctx.recency.touch(scope)
     return out
+
+
+def store_one(
+    ctx: EngineContext,
+    item: StoreItem,
+    wait: WaitFor,
+    deadline: Deadline,
+    *,
+    replace: bool = False,
+) -> StoreReceipt:
+    """:func:`store_many` of one validated item: its receipt."""
+    if not replace and _hot_item(ctx, item, wait):
+        return _store_turn(ctx, item, deadline)
+    receipts = store_many(ctx, (item,), wait, deadline, replace=replace)
+    if not receipts:
+        raise EngineError("the store produced no receipt")
+    return receipts[0]
 
 
 def store_many(

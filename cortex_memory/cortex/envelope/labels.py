@@ -11,8 +11,9 @@ events in CortexDB directly; they are written on v3 events only and never read b
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
+from cortex_memory.contract.content import ItemKind
 from cortex_memory.contract.meta import MemoryMeta, SourceKind, holds_phone_number, redacted_id
 from cortex_memory.contract.text import is_blank
 from cortex_memory.cortex.envelope.digests import digest
@@ -35,6 +36,8 @@ __all__ = [
     "lookup_labels",
     "narrowing",
     "readable_labels",
+    "readable_labels_of",
+    "source_kind_label",
 ]
 
 ITEM_TAG = "tm:i:"
@@ -56,6 +59,11 @@ _SOURCE_KIND_LABELS = {kind: SOURCE_KIND_TAG + digest(kind.value) for kind in So
 
 # thread- + a lowercase canonical UUID: the threads an app mints itself.
 _APP_THREAD = re.compile(r"thread-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def source_kind_label(kind: SourceKind) -> str:
+    """``tm:k:`` + the digest of the source kind (the last lookup label)."""
+    return _SOURCE_KIND_LABELS[kind]
 
 
 def item_label(item_id: str) -> str:
@@ -126,8 +134,13 @@ def readable_labels(env: Envelope) -> List[str]:
     (``thread-`` + a lowercase UUID); ``file:`` (the file's name); for a document piece
     ``page:N`` or ``page:A-B``, then ``section:``. Never ``lang:``.
     """
-    meta = env.meta
-    labels = ["kind:" + env.kind.value]
+    return readable_labels_of(env.kind, env.meta, () if env.chunk is None else env.chunk.location())
+
+
+def readable_labels_of(kind: ItemKind, meta: MemoryMeta, location: Sequence[str] = ()) -> List[str]:
+    """:func:`readable_labels` of an event of ``kind`` with the wire ``meta``; ``location``
+    is a document piece's (``page:``, ``section:``)."""
+    labels = ["kind:" + kind.value]
     agent = meta.agent_id
     if agent is not None and not is_blank(agent) and not holds_phone_number(agent):
         labels.append("agent:" + agent)
@@ -136,8 +149,8 @@ def readable_labels(env: Envelope) -> List[str]:
         labels.append("thread:" + thread)
     if meta.file_path is not None:
         labels.append("file:" + meta.file_path)
-    if env.chunk is not None:
-        labels.extend(env.chunk.location())
+    if location:
+        labels.extend(location)
     # A label of at most 64 characters cannot pass 256 bytes: skip the encoding.
     return [
         label

@@ -44,6 +44,7 @@ __all__ = [
     "recover",
     "write",
     "write_events",
+    "write_one",
     "written",
 ]
 
@@ -199,10 +200,7 @@ def _write_direct(
     query = _WAIT_INDEXED if wait is WaitFor.VISIBLE else ""
     client = log.client
     if len(requests) == 1:
-        route = log.route(Route.EXPERIENCE)
-        body = _encoded(client, requests[0])
-        data = client.once("POST", route + query, body, deadline=deadline).data
-        return [_receipt(data, lambda: f"memory API {route} on {client.host}")]
+        return [write_one(log, _encoded(client, requests[0]), wait, deadline)]
     route = log.route(Route.BULK)
     where = f"memory API {route} on {client.host}"
     receipts: List[Receipt] = []
@@ -218,6 +216,16 @@ def _write_direct(
             )
         receipts.extend(_receipt(result, where) for result in results)
     return receipts
+
+
+def write_one(log: Log, body: bytes, wait: WaitFor, deadline: Deadline) -> Receipt:
+    """Direct: one event's request body (as :meth:`ExperienceRequest.body` gives it)
+    sent as one ``POST v1/experience``; its receipt."""
+    client = log.client
+    route = log.route(Route.EXPERIENCE)
+    query = _WAIT_INDEXED if wait is WaitFor.VISIBLE else ""
+    data = client.once("POST", route + query, body, deadline=deadline).data
+    return _receipt(data, lambda: f"memory API {route} on {client.host}")
 
 
 # -- hosted ---------------------------------------------------------------------------
