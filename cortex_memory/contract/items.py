@@ -28,7 +28,6 @@ from cortex_memory.contract._read import (
     get_str,
     obj,
 )
-from cortex_memory.contract._wire import BOOL, TEXT, TEXTS, Shape, Wire
 from cortex_memory.contract.content import (
     DocumentBody,
     ItemKind,
@@ -40,8 +39,9 @@ from cortex_memory.contract.content import (
 )
 from cortex_memory.contract.fingerprint import hash_json, hash_value
 from cortex_memory.contract.jsonfmt import F32, LONG_STR, c_dumps, dumps
-from cortex_memory.contract.limits import MAX_ITEM_BYTES, MAX_STORE_MANY
+from cortex_memory.contract.limits import MAX_ITEM_BYTES, MAX_STORE_MANY, check_size
 from cortex_memory.contract.meta import MemoryMeta
+from cortex_memory.contract.receipts import ItemId, StoreReceipt
 from cortex_memory.contract.text import is_blank
 from cortex_memory.errors import InvalidRequestError
 
@@ -62,10 +62,6 @@ __all__ = [
     "validate_each",
     "validate_many",
 ]
-
-#: An item id: the 40-hex fingerprint, a bare JSON string on the wire.
-ItemId = str
-
 
 # ------------------------------------------------------------------- items
 
@@ -184,36 +180,6 @@ class StoreItem:
         raise InvalidRequestError(f"unknown item type {quote(kind)}")
 
 
-# Characters measured per slice when a text is not ASCII: its UTF-8 length is
-# counted without holding a whole encoded copy.
-_SLICE = 1 << 20
-
-
-def _utf8_size(text: str, budget: int) -> int:
-    """UTF-8 bytes of ``text``, counted up to a little past ``budget``."""
-    if text.isascii() or len(text) > budget:  # every character is at least one byte
-        return len(text)
-    size = 0
-    for at in range(0, len(text), _SLICE):
-        size += len(text[at : at + _SLICE].encode("utf-8", "surrogatepass"))
-        if size > budget:
-            break
-    return size
-
-
-def _check_size(texts: Iterable[Optional[str]]) -> None:
-    """Refuse an item whose text passes :data:`MAX_ITEM_BYTES` of UTF-8."""
-    left = MAX_ITEM_BYTES
-    for text in texts:
-        if text:
-            left -= _utf8_size(text, left)
-            if left < 0:
-                raise InvalidRequestError(
-                    f"an item's text may hold at most {MAX_ITEM_BYTES} bytes of UTF-8 "
-                    "(16 MiB); split it into several items"
-                )
-
-
 def _typed(value: object, kind: str) -> Dict[str, Any]:
     o = obj(value, kind)
     tag = o.get("type")
@@ -252,7 +218,7 @@ class Document(StoreItem):
         if isinstance(body, TextBody):
             if is_blank(body.text):
                 raise InvalidRequestError("document body must not be empty")
-            _check_size(self._texts())
+            check_size(self._texts())
 
     def _texts(self) -> Iterable[Optional[str]]:
         return (self.title, self.body.text if isinstance(self.body, TextBody) else None)
@@ -322,7 +288,7 @@ class Conversation(StoreItem):
                 raise InvalidRequestError("conversation turn text must not be empty")
             chars += len(text)
         if chars > MAX_ITEM_BYTES // 4:  # else surely within it: at most 4 bytes a character
-            _check_size(self._texts())
+            check_size(self._texts())
 
     def _texts(self) -> Iterable[Optional[str]]:
         return (turn.text for turn in self.turns)
@@ -398,7 +364,7 @@ class Learning(StoreItem):
             raise InvalidRequestError("learning text must not be empty")
         if not 0.0 <= self.confidence <= 1.0:
             raise InvalidRequestError("learning confidence must be between 0 and 1")
-        _check_size(self._texts())
+        check_size(self._texts())
 
     def _texts(self) -> Iterable[Optional[str]]:
         return (self.text, self.evidence)
@@ -430,37 +396,6 @@ class Learning(StoreItem):
             get_opt_str(o, "evidence", "learning"),
             _meta_of(o),
         )
-
-
-# ---------------------------------------------------------------- receipts
-
-
-@dataclass(frozen=True)
-class StoreReceipt(Wire):
-    """The answer to a store ↔ ``{id, replayed, replaced?}``.
-
-    ``replayed`` means the item was already held. ``replaced`` holds, sorted,
-    the ids of the other versions of the item's source that a store with
-    ``replace=True`` removed (omitted from the JSON when empty, so a store
-    without ``replace`` answers exactly ``{id, replayed}``).
-    """
-
-    _SHAPE: ClassVar[Shape] = Shape.of("store receipt", id=TEXT, replayed=BOOL, replaced=TEXTS)
-
-    id: ItemId
-    replayed: bool
-    replaced: Tuple[ItemId, ...] = ()
-
-    def __post_init__(self) -> None:
-        # Engines answer one receipt per stored item: with the exact types
-        # (the common case) the shape's checks can neither fail nor change a field.
-        if not (
-            type(self.id) is str
-            and type(self.replayed) is bool
-            and type(self.replaced) is tuple
-            and not self.replaced
-        ):
-            super().__post_init__()
 
 
 def validate_many(items: Iterable[StoreItem]) -> Tuple[StoreItem, ...]:

@@ -1,0 +1,44 @@
+"""What a store answers: :class:`StoreReceipt` (and :data:`ItemId`, the id it names).
+
+:mod:`.items` re-exports these names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Tuple
+
+from cortex_memory.contract._wire import BOOL, TEXT, TEXTS, Shape, Wire
+
+__all__ = ["ItemId", "StoreReceipt"]
+
+#: An item id: the 40-hex fingerprint, a bare JSON string on the wire.
+ItemId = str
+
+
+@dataclass(frozen=True)
+class StoreReceipt(Wire):
+    """The answer to a store ↔ ``{id, replayed, replaced?}``.
+
+    ``replayed`` means the item was already held. ``replaced`` holds, sorted,
+    the ids of the other versions of the item's source that a store with
+    ``replace=True`` removed (omitted from the JSON when empty, so a store
+    without ``replace`` answers exactly ``{id, replayed}``).
+    """
+
+    _SHAPE: ClassVar[Shape] = Shape.of("store receipt", id=TEXT, replayed=BOOL, replaced=TEXTS)
+
+    id: ItemId
+    replayed: bool
+    replaced: Tuple[ItemId, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Engines answer one receipt per stored item: with the exact types
+        # (the common case) the shape's checks can neither fail nor change a field.
+        if not (
+            type(self.id) is str
+            and type(self.replayed) is bool
+            and type(self.replaced) is tuple
+            and not self.replaced
+        ):
+            super().__post_init__()
