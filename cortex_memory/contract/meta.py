@@ -259,6 +259,10 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
     reads as its default (equality, hashing, ``repr`` and ``replace`` read
     fields as attributes).
     """
+    if o == _DEFAULT_JSON:
+        # The default meta as written (a source of kind agent): the shared instance,
+        # told apart by one comparison in C.
+        return _DEFAULT_META
     meta = object.__new__(MemoryMeta)
     found = meta.__dict__
     for key, value in o.items():
@@ -325,6 +329,7 @@ _DEFAULT_META = MemoryMeta()
 _DEFAULT_FIELDS: Dict[str, Any] = {
     field.name: getattr(_DEFAULT_META, field.name) for field in fields(MemoryMeta)
 }
+_DEFAULT_JSON = _DEFAULT_META.to_json()
 _COMMON_STRINGS = frozenset((*_META_STRINGS, "agent_id"))
 _SOURCE_OF_VALUE = {kind.value: source for kind, source in _SOURCE_OF_KIND.items()}
 # The members the full read knows that common_meta leaves to it.

@@ -131,7 +131,8 @@ def list_items(
         offset, last = cursor.offset, cursor.last
         admit = walk.admit
         keeper = walk.keeper(scope.kind)
-        quick_hit = keeper.quick_hit
+        # The one-pass lane of whole learnings and documents (None: another filter).
+        quick_hit = keeper.lane.hit if keeper.lane is not None else _no_hit
         seen = walk.seen
         entries = walk.entries
         previous: object = None
@@ -187,6 +188,11 @@ def list_items(
     if token is not None:
         fields["next_cursor"] = token
     return out
+
+
+def _no_hit(event: object) -> Optional[Hit]:
+    """The lane of a filter with criteria besides kinds and reach: the general path."""
+    return None
 
 
 def _unread(items: List[Any], offset: int, last: Optional[str]) -> Optional[int]:

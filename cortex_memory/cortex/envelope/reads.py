@@ -9,19 +9,18 @@ through ``same_id``.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import fields, replace
 from operator import attrgetter
 from typing import Dict, Optional, Tuple
 
 from cortex_memory.contract.filter import MetaFilter
 from cortex_memory.contract.items import ItemKind, StoreItem, Turn
-from cortex_memory.contract.meta import MemoryMeta, common_meta
+from cortex_memory.contract.meta import MemoryMeta
 from cortex_memory.contract.responses import Hit
 from cortex_memory.contract.text import is_blank
-from cortex_memory.cortex.envelope.codec import _FIRST_PART, _FIRST_PART_LEN, _SCAN, PART_TAG
 from cortex_memory.cortex.envelope.digests import path_digest
-from cortex_memory.cortex.envelope.envelope import _KINDS, _LEARNING_KINDS, Envelope
+from cortex_memory.cortex.envelope.envelope import Envelope
+from cortex_memory.cortex.envelope.quick import Lane
 from cortex_memory.cortex.envelope.rebuild import rebuild
 
 __all__ = [
@@ -40,17 +39,6 @@ _OTHER_CRITERIA = attrgetter(
     *(field.name for field in fields(MetaFilter) if field.name not in ("kinds", "reach"))
 )
 _NO_OTHER_CRITERIA = _OTHER_CRITERIA(MetaFilter())
-
-# Keeper.quick_hit: the members an envelope of a learning or a document in one
-# event can hold (no path digests, turn or chunk), the default meta, and the
-# float32 rounding of parse_envelope.
-_QUICK_MEMBERS = frozenset(
-    ("v", "id", "kind", "text", "meta", "title", "mime", "learning_kind", "confidence", "evidence")
-)
-_DEFAULT_META = MemoryMeta()
-_F32 = struct.Struct("<f")
-_F32_PACK = _F32.pack
-_F32_UNPACK = _F32.unpack
 
 
 def _wanted(value: Optional[str]) -> Tuple[str, ...]:
@@ -78,6 +66,7 @@ class Keeper:
         "_reach_only",
         "_reduced",
         "_ws",
+        "lane",
     )
 
     def __init__(self, flt: MetaFilter, kind: Optional[ItemKind] = None) -> None:
@@ -87,6 +76,8 @@ class Keeper:
         self._reach_only = _OTHER_CRITERIA(flt) == _NO_OTHER_CRITERIA
         self._kinds = flt.kinds
         self._reach = flt.reach
+        # The one-pass lane of whole learnings and documents (None: another filter).
+        self.lane = Lane(kind, flt.kinds, flt.reach) if self._reach_only else None
         self._ws = path_digest(flt.workspace) if flt.workspace is not None else None
         self._fp = _wanted(flt.file_path)
         self._fd = _wanted(flt.folder)
@@ -130,120 +121,13 @@ class Keeper:
 
     def quick_hit(self, event: object) -> Optional[Hit]:
         """``whole_hit(decode_event(event))`` when the event is a common one this keeper
-        keeps; None when the general path must decide (see below).
+        keeps; None when the general path must decide (see :class:`.quick.Lane`).
 
-        A listing decodes every event it reads, and most are one-part v3 envelopes of
-        a learning or a document in one event, filtered by kinds and a reach alone.
-        For those this reads the event in one pass: the part's JSON scanned in place,
-        its members checked by the rules of ``parse_envelope`` (only the members such
-        an envelope can hold: any other, or a null, sends it to the general path),
-        the meta through ``common_meta``, the filter's kinds and reach checked as
-        :meth:`keeps` checks them, and the hit built as :func:`whole_hit` builds it.
-        No :class:`Envelope` is built. It returns None for everything else: not
-        ours, not kept, a conversation, a document piece, path digests, another
-        filter, a meta that needs the full read. None is never a verdict; the
-        caller then runs ``decode_event``, ``keeps`` and ``whole_hit`` as before.
+        Only a filter of kinds and a reach alone has a lane (:attr:`lane`); a listing
+        uses the lane itself, to read a run of events at once.
         """
-        if not self._reach_only or type(event) is not dict:
-            return None
-        content = event.get("content")
-        context = event.get("context")
-        if type(content) is not dict or type(context) is not dict:
-            return None
-        text = content.get("text")
-        labels = context.get("labels")
-        if type(text) is not str or type(labels) is not list or type(event.get("id")) is not str:
-            return None
-        # The one part, numbered 00 and written last, no other label a part (what
-        # decode_event's own shortcut asks; a label that is not a string fails the join).
-        last = labels[-1] if labels else None
-        if type(last) is not str or not last.startswith(_FIRST_PART):
-            return None
-        if len(labels) > 1:
-            try:
-                others = "\x00".join(labels[:-1])
-            except TypeError:
-                return None
-            if PART_TAG in others:
-                return None
-        try:
-            value, end = _SCAN(last, _FIRST_PART_LEN)
-        except (StopIteration, ValueError, RecursionError):
-            return None
-        if end != len(last) or type(value) is not dict or not value.keys() <= _QUICK_MEMBERS:
-            return None
-        try:
-            # Subscripts raise KeyError for a missing member (not ours: general path);
-            # _KINDS has only str keys, so a kind found is a str and a known kind.
-            version = value["v"]
-            item_id = value["id"]
-            kind = _KINDS[value["kind"]]
-            own_text = value["text"]
-            raw_meta = value["meta"]
-        except (KeyError, TypeError):
-            return None
-        if (
-            type(version) is not int
-            or version != 3
-            or type(item_id) is not str
-            or type(own_text) is not str
-            or type(raw_meta) is not dict
-        ):
-            return None
-        meta = common_meta(raw_meta) if raw_meta else _DEFAULT_META
-        if meta is None:
-            return None
-        # keeps(), for a filter of kinds and a reach alone.
-        if self._kind is not None and kind is not self._kind:
-            return None
-        if self._kinds and kind not in self._kinds:
-            return None
-        reach = self._reach
-        if reach is None:
-            if meta.namespace._last_service >= 0:
-                return None
-        elif not reach.admits(meta.namespace):
-            return None
-        # The optional members, by parse_envelope's rules: a null reads as missing;
-        # title, mime and evidence are strings; a learning kind is a known one.
-        title = value.get("title")
-        mime = value.get("mime")
-        evidence = value.get("evidence")
-        learning_kind = value.get("learning_kind")
-        raw_confidence = value.get("confidence")
-        if not (title is mime is evidence is None):
-            for optional in (title, mime, evidence):
-                if optional is not None and type(optional) is not str:
-                    return None
-        if learning_kind is not None and (
-            type(learning_kind) is not str or learning_kind not in _LEARNING_KINDS
-        ):
-            return None
-        out = object.__new__(Hit)
-        found = out.__dict__
-        if kind is ItemKind.LEARNING:
-            if raw_confidence is None:
-                confidence = 0.0
-            elif type(raw_confidence) is float:
-                try:
-                    confidence = _F32_UNPACK(_F32_PACK(raw_confidence))[0]
-                except OverflowError:
-                    return None
-            else:
-                return None
-            found["confidence"] = confidence
-        elif kind is ItemKind.DOCUMENT:
-            if raw_confidence is not None:
-                return None
-            if title is not None and not is_blank(title):
-                text = f"# {title}\n\n{text}"
-        else:
-            return None
-        found["id"] = item_id
-        found["kind"] = kind
-        found["text"] = text
-        found["meta"] = meta
-        return out
+        lane = self.lane
+        return lane.hit(event) if lane is not None else None
 
 
 def keeps(flt: MetaFilter, kind: Optional[ItemKind], env: Envelope) -> bool:

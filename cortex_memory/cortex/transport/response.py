@@ -193,16 +193,20 @@ def _array(text: str, at: int) -> Tuple[List[Any], int]:
             size = end - at
             at = end
         append(previous)
+        # A "," straight after the element (compact JSON) is checked first, and
+        # the whitespace skip is written out: this runs for every element.
         after = text[at : at + 1]
-        if after in _SPACES:
+        if after != ",":
+            if after in _SPACES:
+                at = _skip(text, at)
+                after = text[at : at + 1]
+            if after == "]":
+                return out, at + 1
+            if after != ",":
+                raise _Irregular
+        at += 1
+        if text[at : at + 1] in _SPACES:
             at = _skip(text, at)
-            after = text[at : at + 1]
-        if after == ",":
-            at = _skip(text, at + 1)
-        elif after == "]":
-            return out, at + 1
-        else:
-            raise _Irregular
 
 
 def decode_data(

@@ -1,0 +1,164 @@
+"""The listing's one-pass lane: whole learnings and documents read straight into hits.
+
+A listing decodes every event it reads, and most are one-part v3 envelopes of a
+learning or a document in one event, filtered by kinds and a reach alone. For those
+a :class:`Lane` reads the event in one pass: the part's JSON, its members checked by
+the rules of ``parse_envelope``, the meta through ``common_meta``,
+the filter's kinds and reach checked as ``Keeper.keeps`` checks them, and the hit
+built as ``whole_hit`` builds it. No :class:`Envelope` is built.
+
+The members are checked as a whole: the names present, in order, and their types,
+against the layouts the codec writes (a set lookup of two tuples built in C), where
+``parse_envelope`` checks them one by one. Any other layout (another order, a null,
+an int confidence) is left to the general path.
+
+The lane answers None for everything else (not ours, not kept, a conversation, a
+document piece, path digests, a meta that needs the full read). None is never a
+verdict: the caller then runs ``decode_event``, ``keeps`` and ``whole_hit``.
+"""
+
+from __future__ import annotations
+
+import struct
+from itertools import combinations
+from typing import Optional, Tuple
+
+from cortex_memory.contract.items import ItemKind
+from cortex_memory.contract.meta import MemoryMeta, common_meta
+from cortex_memory.contract.namespace import Reach
+from cortex_memory.contract.responses import Hit
+from cortex_memory.contract.text import is_blank
+from cortex_memory.cortex.envelope.codec import _FIRST_PART, _SCAN, PART_TAG
+from cortex_memory.cortex.envelope.envelope import _KINDS, _LEARNING_KINDS
+
+__all__ = ["Lane"]
+
+# The layouts the lane reads: an envelope of a learning or a document in one event
+# as the codec writes it (Envelope.to_json: v, id, kind, text and meta, then the
+# optional members in their order, none null; no path digests, turn or chunk),
+# each with the types parse_envelope asks of its members (a confidence a float:
+# an int is left to to_f32). Keyed by (member names, member types), in order.
+_OPTIONAL = (("title", str), ("mime", str), ("learning_kind", str), ("confidence", float),
+             ("evidence", str))  # fmt: skip
+_SHAPES = frozenset(
+    (
+        ("v", "id", "kind", "text", "meta", *(name for name, _ in chosen)),
+        (int, str, str, str, dict, *(kind for _, kind in chosen)),
+    )
+    for size in range(len(_OPTIONAL) + 1)
+    for chosen in combinations(_OPTIONAL, size)
+)
+_DEFAULT_META = MemoryMeta()
+_F32 = struct.Struct("<f")
+_F32_PACK = _F32.pack
+_F32_UNPACK = _F32.unpack
+_LEARNING = ItemKind.LEARNING
+_DOCUMENT = ItemKind.DOCUMENT
+# A part the lane reads: the first part, holding a JSON object (the whole part
+# must scan as one value, and the lane wants an object).
+_OBJECT_PART = _FIRST_PART + "{"
+_PART_START = len(_FIRST_PART)
+
+
+class Lane:
+    """The one-pass lane of a filter of kinds and a reach alone (``Keeper.lane``).
+
+    Holds no mutable state: threads may share one.
+    """
+
+    __slots__ = ("_kind", "_kinds", "_reach")
+
+    def __init__(
+        self, kind: Optional[ItemKind], kinds: Tuple[ItemKind, ...], reach: Optional[Reach]
+    ) -> None:
+        self._kind = kind
+        self._kinds = kinds
+        self._reach = reach
+
+    def hit(self, event: object) -> Optional[Hit]:
+        """``whole_hit(decode_event(event))`` when the event is a common one the filter
+        keeps; None when the general path must decide."""
+        # The event: a string id and text, the part numbered 00 written last and
+        # holding an object, no other label a part (what decode_event's own
+        # shortcut asks; a label that is not a string fails the join).
+        if type(event) is not dict:
+            return None
+        content = event.get("content")
+        context = event.get("context")
+        if type(content) is not dict or type(context) is not dict:
+            return None
+        text = content.get("text")
+        labels = context.get("labels")
+        if type(text) is not str or type(labels) is not list or type(event.get("id")) is not str:
+            return None
+        last = labels[-1] if labels else None
+        if type(last) is not str or not last.startswith(_OBJECT_PART):
+            return None
+        if len(labels) > 1:
+            try:
+                others = "\x00".join(labels[:-1])
+            except TypeError:
+                return None
+            if PART_TAG in others:
+                return None
+        try:
+            value, end = _SCAN(last, _PART_START)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        if end != len(last):
+            return None
+        # The members present, in order, and their types: one of the layouts the
+        # codec writes (see _SHAPES), or the general path decides. (The part starts
+        # with "{", so the value is a dict.)
+        members = tuple(value.values())
+        if (tuple(value), tuple(map(type, members))) not in _SHAPES:
+            return None
+        # v (an int) is 3; the kind (a str) and a learning kind are known ones.
+        kind = _KINDS.get(members[2])
+        learning_kind = value.get("learning_kind")
+        if (
+            members[0] != 3
+            or kind is None
+            or (learning_kind is not None and learning_kind not in _LEARNING_KINDS)
+        ):
+            return None
+        raw_meta = members[4]
+        meta = common_meta(raw_meta) if raw_meta else _DEFAULT_META
+        if meta is None:
+            return None
+        # Keeper.keeps, for a filter of kinds and a reach alone.
+        if self._kind is not None and kind is not self._kind:
+            return None
+        if self._kinds and kind not in self._kinds:
+            return None
+        reach = self._reach
+        if reach is None:
+            if meta.namespace._last_service >= 0:
+                return None
+        elif not reach.admits(meta.namespace):
+            return None
+        raw_confidence = value.get("confidence")
+        out = object.__new__(Hit)
+        found = out.__dict__
+        if kind is _LEARNING:
+            if raw_confidence is None:
+                confidence = 0.0
+            else:
+                try:
+                    confidence = _F32_UNPACK(_F32_PACK(raw_confidence))[0]
+                except OverflowError:  # past the float32 range: to_f32 decides
+                    return None
+            found["confidence"] = confidence
+        elif kind is _DOCUMENT:
+            if raw_confidence is not None:
+                return None
+            title = value.get("title")
+            if title is not None and not is_blank(title):
+                text = f"# {title}\n\n{text}"
+        else:
+            return None
+        found["id"] = members[1]
+        found["kind"] = kind
+        found["text"] = text
+        found["meta"] = meta
+        return out
