@@ -33,9 +33,17 @@ from cortex_memory.contract import (
     in_request_order,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError
+from cortex_memory.local.bm25 import rarity
 from cortex_memory.local.corpus import ITEMS
-from cortex_memory.local.lexical import rarity
-from cortex_memory.local.rows import HIT_COLUMNS, HIT_FROM, hit_of, item_of, kind_of, meta_of
+from cortex_memory.local.rows import (
+    HIT_COLUMNS,
+    HIT_FROM,
+    hit_of,
+    item_of,
+    kind_of,
+    meta_of,
+    scored_hit,
+)
 from cortex_memory.local.search import Query, Ranking, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import ID_FROM, chunks, id_condition
@@ -185,7 +193,7 @@ def ranked_hits(
             continue
         meta = meta_of(str(row[1]), str(row[5]))
         if flt.matches(kind_of(row[2]), meta):
-            out.append((hit_of(row, meta, score=score), str(row[5])))
+            out.append((scored_hit(row, meta, score), str(row[5])))
     more = f"o{offset + len(ranking.page)}" if ranking.more else None
     return out, more, ranking
 

@@ -22,7 +22,7 @@ from cortex_memory.contract import (
     TurnRange,
 )
 from cortex_memory.errors import InvalidRequestError
-from cortex_memory.local import LocalEngine, NgramEmbedder, lexical, search
+from cortex_memory.local import LocalEngine, NgramEmbedder, bm25, lexical, search
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.search import hint_window, pool_size
 from cortex_memory.local.sqlfilter import filter_condition, micros
@@ -294,13 +294,10 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
         terms = lexical.Terms.of("common")
         _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
         assert counts == {"common": 152}
-        bounded, covered = lexical.candidates(
-            conn, ITEMS, terms, where, 20, bounded=True, counts=counts
-        )
-        exhaustive, _covered = lexical.candidates(
+        bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True, counts=counts)
+        exhaustive = lexical.candidates(
             conn, ITEMS, terms, where, 20, bounded=False, counts=counts
         )
-    assert covered  # the lone term is in the query: the marks cover it
     # seq 152 is the zebra, the newest
     assert [row[0] for row in bounded] == list(range(152, 132, -1))
     assert exhaustive[0][0] == 1  # the short old row, by BM25
@@ -455,15 +452,7 @@ _VOCABULARY = ["ship", "ships", "shipped", "Shipping", "café", "Cafe", "plan", 
                "planned", "the", "a", "x_ship", "ship2", "release", "releases", "\x02", "\x03"]
 
 
-def _recording(seen: List[str], real: Callable[[lexical.Terms, str], object]) -> object:
-    def tally(terms: lexical.Terms, text: str) -> object:
-        seen.append(text)
-        return real(terms, text)
-
-    return tally
-
-
-def test_scores_from_the_index_marks_equal_scores_from_the_text(
+def test_scanned_scores_equal_scores_from_whole_texts(
     mem: LocalEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(5)
@@ -477,22 +466,26 @@ def test_scores_from_the_index_marks_equal_scores_from_the_text(
         terms = lexical.Terms.of(question)
         with mem._session("testing") as conn:
             stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
-            rows, covered = lexical.candidates(
-                conn, ITEMS, terms, where, 200, bounded=False, counts=counts
-            )
-        assert covered
+            rows = lexical.candidates(conn, ITEMS, terms, where, 200, bounded=False, counts=counts)
         texts_by = {row[0]: row[3] for row in rows}
-        marks = {row[0]: (row[-2], row[-1]) for row in rows}
-        from_text = lexical.score_rows(terms, texts_by, counts, stats)
         read_whole: List[str] = []
-        monkeypatch.setattr(lexical, "_tally_text", _recording(read_whole, lexical._tally_text))
-        from_marks = lexical.score_rows(terms, texts_by, counts, stats, marks)
+        real = bm25._tally_text
+
+        def recording(terms: lexical.Terms, text: str) -> Any:
+            read_whole.append(text)
+            return real(terms, text)
+
+        monkeypatch.setattr(bm25, "_tally_text", recording)
+        scanned = bm25.score_rows(terms, texts_by, counts, stats)
         monkeypatch.undo()
-        assert from_marks == from_text, question
-        # Only rows whose text holds a mark character were read whole.
-        assert all("\x02" in t or "\x03" in t for t in read_whole)
+        monkeypatch.setattr(bm25, "scan_heads", lambda terms: None)
+        whole = bm25.score_rows(terms, texts_by, counts, stats)
+        monkeypatch.undo()
+        assert scanned == whole, question
+        # Only the texts with letters outside ASCII were split whole.
+        assert read_whole == [t for t in texts_by.values() if not t.isascii()]
         assert len(read_whole) < len(rows)
-        assert len(from_text) == len(rows)  # every candidate holds a term
+        assert len(whole) == len(rows)  # every candidate holds a term
 
 
 def _candidate_reads(conn: object, seen: List[str]) -> None:
@@ -522,10 +515,10 @@ def test_candidates_that_fit_are_read_without_sqlite_ranking_them(
             _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
             holding = sum(counts.values())
             _candidate_reads(conn, seen)
-            fitting, _ = lexical.candidates(
+            fitting = lexical.candidates(
                 conn, ITEMS, terms, where, holding, bounded=bounded, counts=counts
             )
-            short, _ = lexical.candidates(
+            short = lexical.candidates(
                 conn, ITEMS, terms, where, holding - 1, bounded=bounded, counts=counts
             )
             conn.set_trace_callback(None)
@@ -549,8 +542,8 @@ def test_counts_that_come_short_fall_back_to_the_ranked_read(mem: LocalEngine) -
         _candidate_reads(conn, seen)
         # Counts saying nothing holds the terms (as if the index stemmed them
         # differently): the unranked read finds more than fit, so SQLite ranks.
-        rows, _ = lexical.candidates(conn, ITEMS, terms, where, 10, bounded=False,
-                                     counts={"garden": 0, "bed": 0})
+        rows = lexical.candidates(conn, ITEMS, terms, where, 10, bounded=False,
+                                  counts={"garden": 0, "bed": 0})
         conn.set_trace_callback(None)
     assert len(rows) == 10
     assert len(seen) == 2
