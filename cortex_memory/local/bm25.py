@@ -24,9 +24,9 @@ tally, with or without FTS5.
 from __future__ import annotations
 
 import math
-import re
 from bisect import bisect_right
-from typing import Dict, FrozenSet, Iterator, List, Mapping, Optional, Sequence, Tuple
+from itertools import accumulate
+from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from cortex_memory.local.corpus import Stats
 from cortex_memory.local.lexical import Terms
@@ -69,9 +69,9 @@ def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, f
     return {t: _idf(max(docs, counts.get(t, 0)), counts.get(t, 0)) for t in terms.stems}
 
 
-#: What scoring needs of a row: its length in words, and per term met, how
-#: often its stem occurs and whether the query's own form does.
-_Tally = Tuple[int, Dict[str, int], FrozenSet[str]]
+#: What :func:`_tally_text` counts of a text: its length in words, and per
+#: term met, how often its stem occurs and whether the query's own form does.
+_TextTally = Tuple[int, Dict[str, int], AbstractSet[str]]
 
 
 def _phrase_positions(stems: List[str], phrase: Tuple[str, ...]) -> List[int]:
@@ -89,7 +89,7 @@ def _phrase_positions(stems: List[str], phrase: Tuple[str, ...]) -> List[int]:
         at += 1
 
 
-def _tally_text(terms: Terms, text: str) -> _Tally:
+def _tally_text(terms: Terms, text: str) -> _TextTally:
     # Every occurrence of a one-word phrase's stem, and the words inside
     # occurrences of the others (what the index matches).
     words = words_of(text)
@@ -133,22 +133,25 @@ def scan_heads(terms: Terms) -> Optional[Tuple[str, ...]]:
     return tuple(kept)
 
 
-#: The rest of an ASCII word (the index's tokens are runs of ASCII letters and
-#: digits in an ASCII text).
-_WORD_REST = re.compile(r"[a-z0-9]*")
-#: Each ASCII letter and digit to ``a``, every other byte to a space: the words
-#: of an ASCII text are then the places where `` a`` follows a space.
+#: Each ASCII letter and digit to ``a``, every other byte to a space: in an
+#: ASCII text so translated, a word starts where ``a`` follows a space and
+#: ends at the next space.
 _WORD_BYTES = bytes(
     ord("a") if c < 128 and chr(c).isalnum() else ord(" ") for c in range(256)
 )
-
+_LETTER = ord("a")
 
 #: Characters of text scanned at once (the texts of a batch are joined).
 _BATCH_CHARS = 1 << 20
 
+#: A row's tally: its seq, its length in words, and per term met, how often
+#: its stem occurs and whether the query's own form does.
+_Tally = Tuple[int, int, Dict[str, int], AbstractSet[str]]
 
-def _scan_batch(terms: Terms, texts: Sequence[str], heads: Sequence[str]) -> List[_Tally]:
-    """The tally of each of ``texts`` (every one ASCII), scanned together.
+
+def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
+                heads: Sequence[str]) -> Iterator[_Tally]:
+    """The tallies of ``texts`` (every one ASCII) that hold a term, scanned together.
 
     The texts are joined by spaces (a space ends a word), lowercased (for
     ASCII, that is the folding) and searched once per head; each word found
@@ -157,69 +160,78 @@ def _scan_batch(terms: Terms, texts: Sequence[str], heads: Sequence[str]) -> Lis
     """
     joined = " " + " ".join(texts)
     lowered = joined.lower()
-    starts: List[int] = []
-    at = 1
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    rows: List[int] = []
-    words: List[str] = []
+    marked = joined.encode("ascii").translate(_WORD_BYTES)
+    # starts[i]: where text i begins; starts[i + 1] - 1: where it ends.
+    starts = list(accumulate([len(text) + 1 for text in texts], initial=1))
+    # A word that is one of the query's own forms needs no stemming: it is
+    # that form's term, met exactly. Other words are stemmed together after.
+    exact_terms = {form: term for term, forms in terms.forms.items() for form in forms}
+    found: Dict[int, Dict[str, int]] = {}
+    exact: Dict[int, Set[str]] = {}
+    places: List[int] = []
+    others: List[str] = []
     for head in heads:
+        width = len(head)
         at = lowered.find(head)
         while at >= 0:
-            if lowered[at - 1].isalnum():  # inside a word (the text starts with a space)
+            if marked[at - 1] == _LETTER:  # inside a word (the text starts with a space)
                 at = lowered.find(head, at + 1)
                 continue
-            end = _WORD_REST.match(lowered, at + len(head)).end()  # type: ignore[union-attr]
-            rows.append(bisect_right(starts, at) - 1)
-            words.append(lowered[at:end])
+            end = marked.find(b" ", at + width)
+            if end < 0:
+                end = len(marked)
+            word = lowered[at:end]
+            term = exact_terms.get(word)
+            if term is None:
+                places.append(at)
+                others.append(word)
+            else:
+                row = bisect_right(starts, at) - 1
+                held = found.get(row)
+                if held is None:
+                    held = found[row] = {}
+                    exact[row] = {term}
+                else:
+                    exact[row].add(term)
+                held[term] = held.get(term, 0) + 1
             at = lowered.find(head, end)
-    found: Dict[int, Dict[str, int]] = {}
-    exact: Dict[int, List[str]] = {}
-    forms_of = terms.forms
-    for row, word, term in zip(rows, words, stems_of(words)):
-        forms = forms_of.get(term)
-        if forms is None:
-            continue
-        held = found.setdefault(row, {})
-        held[term] = held.get(term, 0) + 1
-        if word in forms:
-            exact.setdefault(row, []).append(term)
-    marked = joined.encode("ascii").translate(_WORD_BYTES) if found else b""
-    out: List[_Tally] = []
-    for row, start in enumerate(starts):
-        terms_met = found.get(row)
-        if terms_met is None:
-            out.append((0, {}, frozenset()))
-            continue
-        length = marked.count(b" a", start - 1, start + len(texts[row]))
-        out.append((length, terms_met, frozenset(exact.get(row, ()))))
-    return out
+    for at, term in zip(places, stems_of(others)):
+        if term in terms.forms:
+            row = bisect_right(starts, at) - 1
+            held = found.get(row)
+            if held is None:
+                held = found[row] = {}
+                exact[row] = set()
+            held[term] = held.get(term, 0) + 1
+    for row, held in found.items():
+        length = marked.count(b" a", starts[row] - 1, starts[row + 1] - 1)
+        yield seqs[row], length, held, exact[row]
 
 
-def _tallies(terms: Terms, texts: Mapping[int, str]) -> Iterator[Tuple[int, _Tally]]:
-    """``(seq, tally)`` of every text: ASCII ones scanned in batches (when the
-    terms allow it, see :func:`scan_heads`), the others split and stemmed."""
+def _tallies(terms: Terms, texts: Mapping[int, str]) -> Iterator[_Tally]:
+    """The tallies of the texts that hold a term: ASCII ones scanned in
+    batches (when the terms allow it, see :func:`scan_heads`), the others
+    split and stemmed."""
     heads = scan_heads(terms)
     if heads is None:
         for seq, text in texts.items():
-            yield seq, _tally_text(terms, text)
+            yield (seq, *_tally_text(terms, text))
         return
     seqs: List[int] = []
     batch: List[str] = []
     size = 0
     for seq, text in texts.items():
         if not text.isascii():
-            yield seq, _tally_text(terms, text)
+            yield (seq, *_tally_text(terms, text))
             continue
         seqs.append(seq)
         batch.append(text)
         size += len(text)
         if size >= _BATCH_CHARS:
-            yield from zip(seqs, _scan_batch(terms, batch, heads))
+            yield from _scan_batch(terms, seqs, batch, heads)
             seqs, batch, size = [], [], 0
     if batch:
-        yield from zip(seqs, _scan_batch(terms, batch, heads))
+        yield from _scan_batch(terms, seqs, batch, heads)
 
 
 def score_rows(
@@ -244,17 +256,19 @@ def score_rows(
     average = stats.average_length
     idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
     ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
-    out: List[Tuple[int, float, float]] = []
-    for seq, (length, found, exact) in _tallies(terms, texts):
+    boosted = 1.0 + EXACT_BOOST
+    ranked: List[Tuple[float, int, float]] = []  # (-bm25, seq, score): sorted as they are
+    for seq, length, found, exact in _tallies(terms, texts):
         if not found or not length:
             continue
         norm = K1 * (1.0 - B + B * length / average)
         total = 0.0
-        for term, tf in found.items():
+        # Terms in a fixed order: the same sum whichever way the row was tallied.
+        for term, tf in sorted(found.items()) if len(found) > 1 else found.items():
             gain = idf[term] * tf * (K1 + 1.0) / (tf + norm)
             if term in exact:
-                gain *= 1.0 + EXACT_BOOST
+                gain *= boosted
             total += gain
-        out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
-    out.sort(key=lambda row: (-row[2], row[0]))
-    return out
+        ranked.append((-total, seq, min(1.0, total / ideal) if ideal > 0 else 0.0))
+    ranked.sort()
+    return [(seq, score, -negated) for negated, seq, score in ranked]
