@@ -187,13 +187,15 @@ def ranked_hits(
         use_fts=use_fts, offset=offset, size=size, window=hint_window(hint), bounded=bounded,
     )
     out: List[Tuple[Hit, str]] = []
+    rows = ranking.rows
     for seq, score in ranking.page:
-        row = ranking.rows.get(seq)
+        row = rows.get(seq)
         if row is None:  # pragma: no cover - the ranking read it in this snapshot
             continue
-        meta = meta_of(str(row[1]), str(row[5]))
+        item_json = str(row[5])
+        meta = meta_of(str(row[1]), item_json)
         if flt.matches(kind_of(row[2]), meta):
-            out.append((scored_hit(row, meta, score), str(row[5])))
+            out.append((scored_hit(row, meta, score), item_json))
     more = f"o{offset + len(ranking.page)}" if ranking.more else None
     return out, more, ranking
 

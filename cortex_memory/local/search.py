@@ -182,11 +182,8 @@ def _keyword(
         if not wanted:
             counts = None
         found = candidates(conn, corpus, query.terms, where, size, bounded=bounded, counts=counts)
-        texts: Dict[int, str] = {}
-        for row in found:
-            seq = row[0]
-            ranking.rows[seq] = row
-            texts[seq] = row[TEXT_COLUMN]
+        texts: Dict[int, str] = {row[0]: row[TEXT_COLUMN] for row in found}
+        ranking.rows.update(zip(texts, found))  # seqs are unique: texts is in row order
     else:
         texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
     ranking.stats, ranking.counts = stats, counts
