@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from itertools import accumulate
-from typing import AbstractSet, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from cortex_memory.local.corpus import Stats
 from cortex_memory.local.lexical import Terms
@@ -150,7 +150,7 @@ _Tally = Tuple[int, int, Dict[str, int], AbstractSet[str]]
 
 
 def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
-                heads: Sequence[str]) -> Iterator[_Tally]:
+                heads: Sequence[str]) -> List[_Tally]:
     """The tallies of ``texts`` (every one ASCII) that hold a term, scanned together.
 
     The texts are joined by spaces (a space ends a word), lowercased (for
@@ -203,35 +203,37 @@ def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
                 held = found[row] = {}
                 exact[row] = set()
             held[term] = held.get(term, 0) + 1
-    for row, held in found.items():
-        length = marked.count(b" a", starts[row] - 1, starts[row + 1] - 1)
-        yield seqs[row], length, held, exact[row]
+    count = marked.count
+    return [
+        (seqs[row], count(b" a", starts[row] - 1, starts[row + 1] - 1), held, exact[row])
+        for row, held in found.items()
+    ]
 
 
-def _tallies(terms: Terms, texts: Mapping[int, str]) -> Iterator[_Tally]:
-    """The tallies of the texts that hold a term: ASCII ones scanned in
-    batches (when the terms allow it, see :func:`scan_heads`), the others
-    split and stemmed."""
+def _tallies(terms: Terms, texts: Mapping[int, str]) -> List[_Tally]:
+    """The tallies of the texts: ASCII ones scanned in batches (when the terms
+    allow it, see :func:`scan_heads`: then only those holding a term are
+    tallied), the others split and stemmed."""
     heads = scan_heads(terms)
     if heads is None:
-        for seq, text in texts.items():
-            yield (seq, *_tally_text(terms, text))
-        return
+        return [(seq, *_tally_text(terms, text)) for seq, text in texts.items()]
+    out: List[_Tally] = []
     seqs: List[int] = []
     batch: List[str] = []
     size = 0
     for seq, text in texts.items():
         if not text.isascii():
-            yield (seq, *_tally_text(terms, text))
+            out.append((seq, *_tally_text(terms, text)))
             continue
         seqs.append(seq)
         batch.append(text)
         size += len(text)
         if size >= _BATCH_CHARS:
-            yield from _scan_batch(terms, seqs, batch, heads)
+            out.extend(_scan_batch(terms, seqs, batch, heads))
             seqs, batch, size = [], [], 0
     if batch:
-        yield from _scan_batch(terms, seqs, batch, heads)
+        out.extend(_scan_batch(terms, seqs, batch, heads))
+    return out
 
 
 def score_rows(
@@ -269,6 +271,7 @@ def score_rows(
             if term in exact:
                 gain *= boosted
             total += gain
-        ranked.append((-total, seq, min(1.0, total / ideal) if ideal > 0 else 0.0))
+        score = total / ideal if ideal > 0 else 0.0
+        ranked.append((-total, seq, score if score < 1.0 else 1.0))
     ranked.sort()
     return [(seq, score, -negated) for negated, seq, score in ranked]
