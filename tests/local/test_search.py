@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -452,6 +452,14 @@ _VOCABULARY = ["ship", "ships", "shipped", "Shipping", "café", "Cafe", "plan", 
                "planned", "the", "a", "x_ship", "ship2", "release", "releases", "\x02", "\x03"]
 
 
+def _recording(seen: List[str], real: Any) -> Any:
+    def tally(terms: lexical.Terms, text: str) -> Any:
+        seen.append(text)
+        return real(terms, text)
+
+    return tally
+
+
 def test_scanned_scores_equal_scores_from_whole_texts(
     mem: LocalEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -469,13 +477,7 @@ def test_scanned_scores_equal_scores_from_whole_texts(
             rows = lexical.candidates(conn, ITEMS, terms, where, 200, bounded=False, counts=counts)
         texts_by = {row[0]: row[3] for row in rows}
         read_whole: List[str] = []
-        real = bm25._tally_text
-
-        def recording(terms: lexical.Terms, text: str) -> Any:
-            read_whole.append(text)
-            return real(terms, text)
-
-        monkeypatch.setattr(bm25, "_tally_text", recording)
+        monkeypatch.setattr(bm25, "_tally_text", _recording(read_whole, bm25._tally_text))
         scanned = bm25.score_rows(terms, texts_by, counts, stats)
         monkeypatch.undo()
         monkeypatch.setattr(bm25, "scan_heads", lambda terms: None)
@@ -575,3 +577,106 @@ def test_unranked_candidates_rank_as_sqlite_ranked_ones_do(
         ], question
         if mode is not FetchMode.VECTOR:
             assert ranked, question
+
+
+def _ranked_reads(engine: LocalEngine, seen: Optional[List[str]]) -> None:
+    """Record the candidate reads of ``engine``'s pooled connection (None: stop)."""
+    with engine._session("testing") as conn:
+        if seen is None:
+            conn.set_trace_callback(None)
+        else:
+            _candidate_reads(conn, seen)
+
+
+def test_a_lone_keyword_term_is_read_unranked_when_its_matches_fit(mem: LocalEngine) -> None:
+    mem.store_many([StoreItem.document(f"note {i} about the garden shed") for i in range(40)])
+    mem.store_many([
+        StoreItem.document("She planned the garden"),
+        StoreItem.document("She plans the garden", MemoryMeta(workspace="home")),
+        StoreItem.document("Plans, plans and more PLANS for the garden"),
+        StoreItem.document("planning", MemoryMeta(workspace="home")),
+    ])
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    seen: List[str] = []
+    _ranked_reads(mem, seen)
+    hits = mem.fetch(FetchRequest("plans", FetchMode.KEYWORD, 10)).hits
+    _ranked_reads(mem, None)
+    # One unranked read: the four matches fit in the candidate pool.
+    assert len(seen) == 1
+    assert "ORDER BY" not in seen[0]
+    by_text = {h.text: h for h in hits}
+    assert len(by_text) == 4
+    # The query's own form counts more than another form of its stem: of two
+    # texts of the same length, the one holding "plans" ranks first (scores are
+    # capped at 1; the order follows the uncapped BM25).
+    texts = [h.text for h in hits]
+    assert texts.index("She plans the garden") < texts.index("She planned the garden")
+    assert by_text["She plans the garden"].score >= by_text["She planned the garden"].score
+    assert all(0.0 < h.score <= 1.0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # The filter applies inside the read, and to the hits.
+    home = mem.fetch(FetchRequest("plans", FetchMode.KEYWORD, 10, MetaFilter(workspace="home")))
+    assert {h.text for h in home.hits} == {"She plans the garden", "planning"}
+    # The same hits and scores as SQLite's own ranking would give.
+    ranked = mem.fetch(FetchRequest("plans", FetchMode.KEYWORD, 2)).hits
+    assert [(h.id, h.score) for h in ranked] == [(h.id, h.score) for h in hits[:2]]
+
+
+def test_a_lone_keyword_term_holding_more_rows_than_fit_is_ranked_by_sqlite(
+    mem: LocalEngine,
+) -> None:
+    mem.store_many([StoreItem.document(f"garden bed number {i} of many") for i in range(150)])
+    mem.store(StoreItem.document("garden"))  # the shortest: BM25's best
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    seen: List[str] = []
+    _ranked_reads(mem, seen)
+    hits = mem.fetch(FetchRequest("garden", FetchMode.KEYWORD, 5)).hits
+    _ranked_reads(mem, None)
+    # The unranked read found more than the pool holds (100): SQLite ranks.
+    assert len(seen) == 2
+    assert "ORDER BY" not in seen[0]
+    assert "ORDER BY f.rank" in seen[1]
+    assert hits[0].text == "garden"
+    assert len(hits) == 5
+
+
+def test_fts_and_fallback_give_the_same_lone_term_hits(make_engine: EngineFactory) -> None:
+    fts = make_engine()
+    rng = random.Random(3)
+    fts.store_many([
+        StoreItem.document(" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 12))))
+        for _ in range(80)
+    ])
+    plain = make_engine(use_fts=False)
+    for question in ("ships", "Shipping", "café", "plan", "ship2", "x"):
+        with_index = _fetch_all(fts, question, FetchMode.KEYWORD, 6)
+        without = _fetch_all(plain, question, FetchMode.KEYWORD, 6)
+        assert [(h.id, h.score) for h in with_index] == [(h.id, h.score) for h in without]
+
+
+def test_a_scored_hit_equals_the_checked_one() -> None:
+    from cortex_memory.errors import EngineError
+    from cortex_memory.local.rows import _decode, hit_of, meta_of, scored_hit
+
+    meta = MemoryMeta(workspace="w", tags=("a",))
+    item_json = '{"type":"document","body":{"text":null},"meta":{"workspace":"w","tags":["a"]}}'
+    assert meta_of("x", item_json) == meta
+    assert meta_of("x", f" \n{item_json}  ") == meta  # what the scanner alone refuses
+    with pytest.raises(EngineError, match="unreadable"):
+        _decode("x", item_json + " trailing")
+    with pytest.raises(EngineError, match="unreadable"):
+        _decode("x", "")
+    learning = (1, "id-1", "learning", "text", 0.7, item_json)
+    for row in (learning, (2, "id-2", "document", "text", None, item_json)):
+        for score in (0.0, 1 / 3, 1.0):
+            fast, checked = scored_hit(row, meta, score), hit_of(row, meta, score=score)
+            assert fast == checked
+            assert type(fast.score) is float
+            assert fast.score == checked.score
+    # Values of other types take the checked path: the same hit, or its error.
+    assert scored_hit((1, "id-1", "learning", "text", 1, item_json), meta, 0.5) == hit_of(
+        (1, "id-1", "learning", "text", 1, item_json), meta, score=0.5)
+    with pytest.raises(KeyError):
+        scored_hit((1, "id-1", "nonsense", "text", None, item_json), meta, 0.5)
