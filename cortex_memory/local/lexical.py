@@ -10,8 +10,8 @@ anything else is left). Ranking has two stages:
    the terms fit in ``size`` (their row counts say so, or, for a lone term
    whose count is not read, an unranked read finds no more than that), all
    of them are read as they are, unranked: SQLite's BM25 would cost more
-   than the read, and the scores come from Python anyway. A *bounded* plan (hybrid
-   fetch, recall, beliefs) first looks each term up in the index's
+   than the read, and the scores come from Python anyway. A *bounded* plan
+   (hybrid fetch, recall, beliefs) first looks each term up in the index's
    vocabulary and lets only the rarest terms make candidates, as long as the
    rows holding them add up to at most :data:`BROAD_TERM_ROWS`; the others
    are "broad" (they say little about which row is wanted: they still count
