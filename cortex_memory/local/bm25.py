@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from itertools import accumulate
-from typing import AbstractSet, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from cortex_memory.local.corpus import Stats
 from cortex_memory.local.lexical import Terms
@@ -163,6 +163,9 @@ def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
     marked = joined.encode("ascii").translate(_WORD_BYTES)
     # starts[i]: where text i begins; starts[i + 1] - 1: where it ends.
     starts = list(accumulate([len(text) + 1 for text in texts], initial=1))
+    if len(terms.stems) == 1:
+        return _scan_one(terms.stems[0], terms.forms[terms.stems[0]], seqs, lowered, marked,
+                         starts, heads[0])
     # A word that is one of the query's own forms needs no stemming: it is
     # that form's term, met exactly. Other words are stemmed together after.
     exact_terms = {form: term for term, forms in terms.forms.items() for form in forms}
@@ -210,6 +213,45 @@ def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
     ]
 
 
+def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: str,
+              marked: bytes, starts: Sequence[int], head: str) -> List[_Tally]:
+    """:func:`_scan_batch` for a lone term (one head): counts per row, no dict per word."""
+    held: Dict[int, int] = {}
+    exact: Set[int] = set()
+    places: List[int] = []
+    others: List[str] = []
+    width = len(head)
+    at = lowered.find(head)
+    while at >= 0:
+        if marked[at - 1] == _LETTER:  # inside a word
+            at = lowered.find(head, at + 1)
+            continue
+        end = marked.find(b" ", at + width)
+        if end < 0:
+            end = len(marked)
+        word = lowered[at:end]
+        if word in forms:
+            row = bisect_right(starts, at) - 1
+            held[row] = held.get(row, 0) + 1
+            exact.add(row)
+        else:
+            places.append(at)
+            others.append(word)
+        at = lowered.find(head, end)
+    for at, stemmed in zip(places, stems_of(others)):
+        if stemmed == term:
+            row = bisect_right(starts, at) - 1
+            held[row] = held.get(row, 0) + 1
+    count = marked.count
+    met: FrozenSet[str] = frozenset((term,))
+    none: FrozenSet[str] = frozenset()
+    return [
+        (seqs[row], count(b" a", starts[row] - 1, starts[row + 1] - 1), {term: tf},
+         met if row in exact else none)
+        for row, tf in held.items()
+    ]
+
+
 def _tallies(terms: Terms, texts: Mapping[int, str]) -> List[_Tally]:
     """The tallies of the texts: ASCII ones scanned in batches (when the terms
     allow it, see :func:`scan_heads`: then only those holding a term are
@@ -217,6 +259,9 @@ def _tallies(terms: Terms, texts: Mapping[int, str]) -> List[_Tally]:
     heads = scan_heads(terms)
     if heads is None:
         return [(seq, *_tally_text(terms, text)) for seq, text in texts.items()]
+    values = texts.values()
+    if all(map(str.isascii, values)) and sum(map(len, values)) < _BATCH_CHARS:
+        return _scan_batch(terms, list(texts), list(values), heads)  # the usual case
     out: List[_Tally] = []
     seqs: List[int] = []
     batch: List[str] = []
