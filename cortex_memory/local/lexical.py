@@ -6,12 +6,12 @@ anything else is left). Ranking has two stages:
 1. **Candidates.** With FTS5, SQLite ranks the rows that hold any term by
    its own BM25 and hands back only the best ``size`` of those the filter
    admits (``… MATCH ? AND <filter> ORDER BY rank LIMIT ?``), so memory and
-   Python work stay bounded however many rows match. When the terms' row
-   counts are known (several terms, or a bounded plan) and the rows holding
-   them fit in ``size``, all of them are read as they are, unranked: SQLite's
-   BM25 would cost more than the read, and the scores come from Python
-   anyway. A *bounded* plan (hybrid
-   fetch, recall, beliefs) first looks each term up in the index's
+   Python work stay bounded however many rows match. When the rows holding
+   the terms fit in ``size`` (their row counts say so, or, for a lone term
+   whose count is not read, an unranked read finds no more than that), all
+   of them are read as they are, unranked: SQLite's BM25 would cost more
+   than the read, and the scores come from Python anyway. A *bounded* plan
+   (hybrid fetch, recall, beliefs) first looks each term up in the index's
    vocabulary and lets only the rarest terms make candidates, as long as the
    rows holding them add up to at most :data:`BROAD_TERM_ROWS`; the others
    are "broad" (they say little about which row is wanted: they still count
@@ -20,11 +20,8 @@ anything else is left). Ranking has two stages:
    budget at any file size. Without FTS5 (the fallback) every row the filter
    admits is tokenized in Python.
 2. **Scores**, computed in Python for the candidates, the same way with or
-   without FTS5 (:func:`score_rows`): Okapi BM25 (``k1 = 1.2``, ``b = 0.75``,
-   ``idf = ln(1 + (N − n + ½) / (n + ½))``) where a term met in the same
-   form the query used (not only its stem) counts :data:`EXACT_BOOST` more,
-   divided by what one exact occurrence of every term in a row of average
-   length would score, and capped at 1. A hit holds at least one term.
+   without FTS5 (:func:`cortex_memory.local.bm25.score_rows`): Okapi BM25
+   with an exact-form boost. A hit holds at least one term.
 
 ``N``, the average length and ``n`` (rows holding a term) count every row of
 the file, all tenants together, as the FTS5 index does.
@@ -34,37 +31,25 @@ the file, all tenants together, as the FTS5 index does.
 # parameter, never formatted into the text.
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from cortex_memory.local.corpus import Corpus, Row, Stats, decode_varints, stats_of
+from cortex_memory.local.corpus import Corpus, Row, Stats, stats_of
 from cortex_memory.local.schema import FTS_OK
 from cortex_memory.local.sqlfilter import Condition
 from cortex_memory.local.text import STOPWORDS, query_phrases, stem, stems_of, words_of
 
 __all__ = [
     "BROAD_TERM_ROWS",
-    "EXACT_BOOST",
-    "MARK_CLOSE",
-    "MARK_OPEN",
     "StaleIndex",
     "Terms",
     "candidates",
     "document_counts",
     "fallback_candidates",
-    "needs_counts",
-    "rarity",
-    "score_rows",
 ]
 
-#: BM25 parameters (the usual ones, as FTS5's ``bm25()`` uses).
-K1 = 1.2
-B = 0.75
-#: How much more a term counts when the row holds the query's own form of it.
-EXACT_BOOST = 0.25
 #: The rows a bounded plan lets SQLite rank: the rarest terms make candidates
 #: while the rows holding them add up to at most this many.
 BROAD_TERM_ROWS = 2000
@@ -157,10 +142,6 @@ def document_counts(
     return stats, counts
 
 
-#: Around each token the index matched, in the text ``highlight()`` returns.
-MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
-
-
 def _fts_rows(
     conn: sqlite3.Connection,
     corpus: Corpus,
@@ -171,12 +152,10 @@ def _fts_rows(
 ) -> List[Row]:
     a = corpus.alias
     where_sql, where_params = where
-    # Each row also comes with its text as highlight() marks the tokens the
-    # expression matched, and its length in tokens (the index's docsize):
-    # scoring then reads the matched tokens only (see :func:`score_rows`).
+    # Rows come whole, with their text: scores are computed from it in
+    # Python (bm25.score_rows), so nothing else of the index is read.
     sql = (
-        f"SELECT {corpus.columns}, highlight(f.{corpus.fts}, 0, char(2), char(3)), d.sz "
-        f"FROM {corpus.fts} f JOIN {corpus.fts}_docsize d ON d.id = f.rowid "
+        f"SELECT {corpus.columns} FROM {corpus.fts} f "
         f"JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
         f"WHERE f.{corpus.fts} MATCH ? AND {where_sql}"
     )
@@ -199,11 +178,16 @@ def _best_rows(
 
     When those rows fit in ``size``, every one of them is a candidate
     whatever its rank, so SQLite is not asked to rank them (its BM25 costs
-    more than reading them): they come in index order. One row more than
-    ``size`` is asked for, so counts that came short (a word the index
-    stemmed differently) fall back to the ranked read instead of cutting rows.
+    more than reading them: FTS5 prepares a statement of its own to sort by
+    rank, and looks up every match's size): they come in index order. One
+    row more than ``size`` is asked for, so counts that came short (a word
+    the index stemmed differently) fall back to the ranked read instead of
+    cutting rows. Rows not counted are read that way first too: a lone
+    keyword term (whose count would cost as much as the ranking) is most
+    often a rare one, and when it is not, the unranked read stops at
+    ``size + 1`` rows, little next to ranking every match.
     """
-    if holding is not None and holding <= size:
+    if holding is None or holding <= size:
         rows = _fts_rows(conn, corpus, expression, where, None, size + 1)
         if len(rows) <= size:
             return rows
@@ -219,27 +203,24 @@ def candidates(
     *,
     bounded: bool,
     counts: Optional[Mapping[str, int]],
-) -> Tuple[List[Row], bool]:
+) -> List[Row]:
     """Up to ``size`` rows the filter admits that hold a term, best (by SQLite's
-    BM25) first (or all of them in index order, when the counts say they fit),
-    and whether their marks cover every term the rows may hold.
+    BM25) first (or all of them in index order, when they fit).
 
-    Each row is :attr:`Corpus.columns`, then the text with the matched tokens
-    marked and the row's length (see :func:`_fts_rows`). ``counts`` are the
-    terms' row counts (a bounded plan needs them); when a bounded plan leaves
-    terms out of its expression, the marks miss them and the flag is False.
+    Each row is :attr:`Corpus.columns`. ``counts`` are the terms' row counts
+    (a bounded plan needs them; None: not read).
     """
     if not terms.stems:
-        return [], True
+        return []
     if not bounded:
         holding = None if counts is None else sum(terms.phrase_counts(counts).values())
-        return _best_rows(conn, corpus, terms.match_expression(), where, size, holding), True
+        return _best_rows(conn, corpus, terms.match_expression(), where, size, holding)
     assert counts is not None
     # A phrase's count is its rarest stem's: at least the rows that hold it.
     rows_of = terms.phrase_counts(counts)
     held = [phrase for phrase, count in rows_of.items() if count > 0]
     if not held:
-        return [], True
+        return []
     # The rarest phrases, as long as the rows they hold stay within the budget.
     narrow: List[Tuple[str, ...]] = []
     budget = BROAD_TERM_ROWS
@@ -250,13 +231,11 @@ def candidates(
         budget -= rows_of[phrase]
     if narrow:
         holding = BROAD_TERM_ROWS - budget
-        rows = _best_rows(conn, corpus, terms.match_expression(narrow), where, size, holding)
-        return rows, len(narrow) == len(held)
+        return _best_rows(conn, corpus, terms.match_expression(narrow), where, size, holding)
     # Every term is broad: the newest rows holding one of them (the index reads
     # its rows in descending rowid order without sorting them), ranked by score
     # afterwards.
-    rows = _fts_rows(conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size)
-    return rows, True
+    return _fts_rows(conn, corpus, terms.match_expression(held), where, "f.rowid DESC", size)
 
 
 def fallback_candidates(
@@ -296,130 +275,3 @@ def fallback_candidates(
     return texts, {term: counts.get(term, 0) for term in terms.stems}, Stats(docs, total)
 
 
-def _idf(docs: int, holding: int) -> float:
-    return math.log(1.0 + (docs - holding + 0.5) / (holding + 0.5))
-
-
-def needs_counts(terms: Terms, bounded: bool) -> bool:
-    """Whether ranking ``terms`` needs each one's row count.
-
-    A bounded plan picks its candidates by them; scores weigh terms against
-    each other by them. A lone term in an unbounded plan needs none: its
-    weight divides out of its score (see :func:`score_rows`).
-    """
-    return bounded or len(terms.stems) > 1
-
-
-def rarity(terms: Terms, counts: Mapping[str, int], stats: Stats) -> Dict[str, float]:
-    """Each term's BM25 idf in the corpus (what :func:`score_rows` weighs it by)."""
-    docs = max(stats.docs, 1)
-    return {t: _idf(max(docs, counts.get(t, 0)), counts.get(t, 0)) for t in terms.stems}
-
-
-#: What scoring needs of a row: its length in words, and per term met, how
-#: often its stem occurs and whether the query's own form does.
-_Tally = Tuple[int, Dict[str, int], FrozenSet[str]]
-
-
-def _phrase_positions(stems: List[str], phrase: Tuple[str, ...]) -> List[int]:
-    """Where ``phrase`` (several stems) occurs in ``stems``: every position it covers."""
-    out: List[int] = []
-    first, size, at = phrase[0], len(phrase), 0
-    wanted = list(phrase)
-    while True:
-        try:
-            at = stems.index(first, at)
-        except ValueError:
-            return out
-        if stems[at : at + size] == wanted:
-            out.extend(range(at, at + size))
-        at += 1
-
-
-def _tally_text(terms: Terms, text: str) -> _Tally:
-    # What the index's marks would count (see _tally_marks): every occurrence of
-    # a one-word phrase's stem, and the words inside occurrences of the others.
-    words = words_of(text)
-    stems = stems_of(words)
-    found: Dict[str, int] = {}
-    exact: List[str] = []
-    singles = {p[0] for p in terms.all_phrases if len(p) == 1}
-    for term in singles:
-        tf = stems.count(term)
-        if tf:
-            found[term] = tf
-            if any(form in words for form in terms.forms[term]):
-                exact.append(term)
-    covered = {at for p in terms.all_phrases if len(p) > 1 for at in _phrase_positions(stems, p)}
-    for at in sorted(covered):
-        term = stems[at]
-        forms = terms.forms.get(term)
-        if forms is None or term in singles:
-            continue
-        found[term] = found.get(term, 0) + 1
-        if words[at] in forms:
-            exact.append(term)
-    return len(words), found, frozenset(exact)
-
-
-def _tally_marks(terms: Terms, marked: str, size: bytes) -> _Tally:
-    # Only the tokens the index matched are read: each is a word of the row
-    # whose stem is a query term (the index and words_of tokenize alike).
-    found: Dict[str, int] = {}
-    exact: List[str] = []
-    for piece in marked.split(MARK_OPEN)[1:]:
-        for word in words_of(piece.split(MARK_CLOSE, 1)[0]):
-            term = stems_of((word,))[0]
-            forms = terms.forms.get(term)
-            if forms is None:
-                continue
-            found[term] = found.get(term, 0) + 1
-            if word in forms:
-                exact.append(term)
-    lengths = decode_varints(size)
-    return (lengths[0] if lengths else 0), found, frozenset(exact)
-
-
-def score_rows(
-    terms: Terms,
-    texts: Mapping[int, str],
-    counts: Optional[Mapping[str, int]],
-    stats: Stats,
-    marks: Optional[Mapping[int, Tuple[str, bytes]]] = None,
-) -> List[Tuple[int, float, float]]:
-    """``(seq, score, bm25)`` of every row holding a term, best first.
-
-    ``score`` is in [0, 1] (see the module's docstring); rows are ordered by
-    the uncapped boosted BM25, then by age (the older row first). ``counts``
-    may be None for a lone term: its idf scales every row's BM25 and the
-    ideal alike, so scores and order do not depend on it (it is taken as 1).
-
-    ``marks`` (from :func:`candidates`, when they cover every term) hold each
-    row's text with the index's matches marked and its length: the row is
-    then scored from its marked tokens alone, the same score as from its
-    whole text (a row whose text holds a mark character is read whole).
-    """
-    if not terms.stems:
-        return []
-    average = stats.average_length
-    idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
-    ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
-    out: List[Tuple[int, float, float]] = []
-    for seq, text in texts.items():
-        mark = None if marks is None else marks.get(seq)
-        if mark is not None and MARK_OPEN not in text and MARK_CLOSE not in text:
-            length, found, exact = _tally_marks(terms, mark[0], mark[1])
-        else:
-            length, found, exact = _tally_text(terms, text)
-        if not found or not length:
-            continue
-        norm = K1 * (1.0 - B + B * length / average)
-        total = 0.0
-        for term, tf in found.items():
-            gain = idf[term] * tf * (K1 + 1.0) / (tf + norm)
-            if term in exact:
-                gain *= 1.0 + EXACT_BOOST
-            total += gain
-        out.append((seq, min(1.0, total / ideal) if ideal > 0 else 0.0, total))
-    out.sort(key=lambda row: (-row[2], row[0]))
-    return out

@@ -33,9 +33,17 @@ from cortex_memory.contract import (
     in_request_order,
 )
 from cortex_memory.errors import EngineError, InvalidRequestError
+from cortex_memory.local.bm25 import rarity
 from cortex_memory.local.corpus import ITEMS
-from cortex_memory.local.lexical import rarity
-from cortex_memory.local.rows import HIT_COLUMNS, HIT_FROM, hit_of, item_of, kind_of, meta_of
+from cortex_memory.local.rows import (
+    HIT_COLUMNS,
+    HIT_FROM,
+    hit_of,
+    item_of,
+    kind_of,
+    meta_of,
+    scored_hit,
+)
 from cortex_memory.local.search import Query, Ranking, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
 from cortex_memory.local.store import ID_FROM, chunks, id_condition
@@ -179,13 +187,15 @@ def ranked_hits(
         use_fts=use_fts, offset=offset, size=size, window=hint_window(hint), bounded=bounded,
     )
     out: List[Tuple[Hit, str]] = []
+    rows = ranking.rows
     for seq, score in ranking.page:
-        row = ranking.rows.get(seq)
+        row = rows.get(seq)
         if row is None:  # pragma: no cover - the ranking read it in this snapshot
             continue
-        meta = meta_of(str(row[1]), str(row[5]))
+        item_json = str(row[5])
+        meta = meta_of(str(row[1]), item_json)
         if flt.matches(kind_of(row[2]), meta):
-            out.append((hit_of(row, meta, score=score), str(row[5])))
+            out.append((scored_hit(row, meta, score), item_json))
     more = f"o{offset + len(ranking.page)}" if ranking.more else None
     return out, more, ranking
 

@@ -24,7 +24,7 @@ Layout (schema version 3), made so that storing an item writes few pages:
   with or without FTS5, so a rebuild of the index reads the right text.
 - ``items_fts_text``: a view, ``(seq, text)`` of every item with its
   ``items_cjk`` text when it has one, else ``items.text``: what the keyword
-  index reads (its content table: ``highlight()``, ``rebuild``) and what
+  index reads (its content table: ``rebuild``) and what
   deleting from it must pass back.
 - ``items_fts`` (+ ``items_vocab``): an external-content FTS5 index over
   ``items_fts_text`` with the ``porter unicode61 remove_diacritics 2``

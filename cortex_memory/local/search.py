@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from zoneinfo import ZoneInfo
 
 from cortex_memory.contract import FetchMode, TimeHint
+from cortex_memory.local.bm25 import needs_counts, score_rows
 from cortex_memory.local.context import with_context
 from cortex_memory.local.corpus import ITEMS, TEXT_COLUMN, Corpus, Row, Stats
 from cortex_memory.local.embedders import Embedder
@@ -37,8 +38,6 @@ from cortex_memory.local.lexical import (
     candidates,
     document_counts,
     fallback_candidates,
-    needs_counts,
-    score_rows,
 )
 from cortex_memory.local.sqlfilter import Condition, micros
 from cortex_memory.local.vectors import (
@@ -182,22 +181,13 @@ def _keyword(
         stats, counts = document_counts(conn, corpus, wanted)
         if not wanted:
             counts = None
-        found, covered = candidates(
-            conn, corpus, query.terms, where, size, bounded=bounded, counts=counts
-        )
-        texts: Dict[int, str] = {}
-        marks: Optional[Dict[int, Tuple[str, bytes]]] = {} if covered else None
-        for row in found:
-            seq = int(row[0])
-            ranking.rows[seq] = row
-            texts[seq] = str(row[TEXT_COLUMN])
-            if marks is not None:
-                marks[seq] = (str(row[-2]), bytes(row[-1]))
+        found = candidates(conn, corpus, query.terms, where, size, bounded=bounded, counts=counts)
+        texts: Dict[int, str] = {row[0]: row[TEXT_COLUMN] for row in found}
+        ranking.rows.update(zip(texts, found))  # seqs are unique: texts is in row order
     else:
         texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
-        marks = None
     ranking.stats, ranking.counts = stats, counts
-    scored = score_rows(query.terms, texts, counts, stats, marks)
+    scored = score_rows(query.terms, texts, counts, stats)
     return [(seq, score) for seq, score, _bm25 in scored[:size]], list(texts)
 
 

@@ -203,6 +203,24 @@ def test_a_read_gives_up_when_the_index_stays_stale(
     assert "alpha second" in fts.recall(RecallRequest("alpha?", 3)).answer
 
 
+def test_a_lone_keyword_term_read_checks_the_index_too(
+    make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lone keyword term reads no term counts, and its candidates unranked:
+    # the index's state is still checked in the same snapshot.
+    fts = make_engine()
+    fts.store(StoreItem.document("alpha first"))
+    make_engine(use_fts=False).store(StoreItem.document("alpha second"))
+    rebuilt: List[int] = []
+    monkeypatch.setattr(engine_module, "rebuild_fts", lambda conn: rebuilt.append(1))
+    with pytest.raises(UnavailableError, match="keyword index"):
+        fts.fetch(FetchRequest("alpha", FetchMode.KEYWORD, 5))
+    assert len(rebuilt) == 3
+    monkeypatch.undo()
+    hits = fts.fetch(FetchRequest("alpha", FetchMode.KEYWORD, 5)).hits
+    assert {h.text for h in hits} == {"alpha first", "alpha second"}
+
+
 def test_fallback_file_gains_an_index_later(make_engine: EngineFactory, db_path: str) -> None:
     plain = make_engine(use_fts=False)
     plain.store(StoreItem.document("beta only"))

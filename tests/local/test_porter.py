@@ -89,3 +89,30 @@ def test_words_with_digits(words: List[str]) -> None:
     # A word that does not end in a letter is never stemmed (a shortcut the
     # stemmer takes): SQLite must agree.
     _check([*words, "term12345", "v2", "12ing", "ing2", "ships2", "2ships", "1990s", "x1y"])
+
+
+_MORE_SUFFIXES = ("biliti", "bility", "iviti", "ously", "logy", "enci", "anci", "bli", "at", "bl",
+                  "iz")
+_SUFFIX_WORDS = st.lists(st.sampled_from((*_SUFFIXES, *_MORE_SUFFIXES)), max_size=3)
+
+
+def _stem_begins_its_word(words: Iterable[str]) -> None:
+    # Keyword scoring finds the words of a text that can stem to a term by
+    # the term without its last letter (bm25.scan_heads): that must be how
+    # every word whose stem it is begins.
+    wrong = [(w, stem(w)) for w in words if not w.startswith(stem(w)[:-1])]
+    assert not wrong[:20], f"{len(wrong)} words do not begin with their stem but its last letter"
+
+
+def test_a_stem_is_never_more_than_its_last_letter_from_its_word() -> None:
+    _stem_begins_its_word(_vocabulary())
+    _stem_begins_its_word(["possibility", "mobility", "happy", "hoping", "relational",
+                           "generalizations", "conflated", "ponies", "agreed", "ties", "a"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(re.compile(r"[a-z]{0,7}"), fullmatch=True), _SUFFIX_WORDS)
+def test_a_stem_begins_its_word_whatever_the_suffixes(base: str, suffixes: List[str]) -> None:
+    word = base + "".join(suffixes)
+    if word:
+        _stem_begins_its_word([word])
