@@ -212,7 +212,7 @@ def test_a_lone_keyword_term_read_checks_the_index_too(
     fts.store(StoreItem.document("alpha first"))
     make_engine(use_fts=False).store(StoreItem.document("alpha second"))
     rebuilt: List[int] = []
-    monkeypatch.setattr(engine_module, "rebuild_fts", lambda conn: rebuilt.append(1))
+    monkeypatch.setattr(sessions_module, "rebuild_fts", lambda conn: rebuilt.append(1))
     with pytest.raises(UnavailableError, match="keyword index"):
         fts.fetch(FetchRequest("alpha", FetchMode.KEYWORD, 5))
     assert len(rebuilt) == 3
