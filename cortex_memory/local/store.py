@@ -44,7 +44,6 @@ from cortex_memory.contract import (
 from cortex_memory.contract.jsonfmt import c_dumps
 from cortex_memory.local import beliefs, keywords
 from cortex_memory.local.corpus import ITEMS
-from cortex_memory.local.embedders import Embedder, embed_all
 from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth, tags_key
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
@@ -58,7 +57,6 @@ __all__ = [
     "id_key",
     "insert_many",
     "prepare",
-    "prepare_all",
 ]
 
 #: Rows per ``IN (...)`` list, well under every SQLite build's variable limit.
@@ -175,17 +173,6 @@ class Prepared(NamedTuple):
     values: Tuple[object, ...]  # their values, in that order
     text: str  # the rendered text (also among ``values``)
     vector: Optional[bytes]  # the embedder's vector (None: not embedded yet)
-
-
-def prepare_all(
-    items: Sequence[StoreItem], embedder: Optional[Embedder]
-) -> List[Prepared]:
-    """:func:`prepare` every item, embedding their texts in batches."""
-    prepared = [prepare(item) for item in items]
-    if embedder is None:
-        return prepared
-    vectors = embed_all(embedder, [p.text for p in prepared])
-    return [p._replace(vector=v) for p, v in zip(prepared, vectors)]
 
 
 def prepare(item: StoreItem) -> Prepared:
