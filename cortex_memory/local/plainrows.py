@@ -23,8 +23,7 @@ from __future__ import annotations
 import hashlib
 import json.encoder
 from dataclasses import fields
-from itertools import compress
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from cortex_memory.contract import (
@@ -51,17 +50,21 @@ __all__ = ["plain_row", "prepare_all"]
 # The encoder the contract's writers use for strings (jsonfmt's ``_encode_str``).
 _enc: Callable[[str], str] = json.encoder.encode_basestring
 
-_POSITIONS = range(len(ITEM_COLUMNS))
-_NONES = (None,) * len(ITEM_COLUMNS)
 #: Every field of a meta, in one call (in C).
 _FIELDS = attrgetter(*(field.name for field in fields(MemoryMeta)))
 #: The JSON member prefix of each of the meta's optional strings, in wire order.
 _STRINGS = tuple(
-    f'"{name}":'
+    (f'"{name}":', ITEM_COLUMNS.index("vcs_commit" if name == "commit" else name))
     for name in (
         "workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id"
     )
 )
+_NAMESPACE = ITEM_COLUMNS.index("namespace")  # then svc
+_TURNS = (ITEM_COLUMNS.index("turns_first"), ITEM_COLUMNS.index("turns_last"))
+_AGENT = ITEM_COLUMNS.index("agent_id")  # then tool_call
+_SOURCE = ITEM_COLUMNS.index("source_kind")  # then source_id
+_OBSERVED = ITEM_COLUMNS.index("observed_us")  # then confidence, tags
+_TEXT = ITEM_COLUMNS.index("text")  # then item_json
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 
@@ -88,12 +91,12 @@ def plain_row(item: StoreItem) -> Optional[Prepared]:
 
 
 #: What :func:`_meta` gives: the identity JSON of the meta, its wire JSON, and
-#: its columns from ``namespace`` to ``source_id`` (ITEM_COLUMNS[3:19]), then
-#: ``observed_us`` and the ``tags`` column.
-_Meta = Tuple[str, str, Tuple[object, ...], Optional[int], Optional[str]]
+#: the columns it fills (positions in ITEM_COLUMNS, from ``namespace`` to
+#: ``tags``, the item's ``confidence`` included) with their values.
+_Meta = Tuple[str, str, List[int], List[object]]
 
 
-def _meta(meta: MemoryMeta) -> Optional[_Meta]:
+def _meta(meta: MemoryMeta, confidence: Optional[float]) -> Optional[_Meta]:
     """The meta's JSON texts and columns in one pass, or None when it is not plain."""
     if type(meta) is not MemoryMeta:
         return None
@@ -108,48 +111,68 @@ def _meta(meta: MemoryMeta) -> Optional[_Meta]:
     path = ns._path
     if path:
         put(f'"namespace":{_enc(path)}')
-    for prefix, value in zip(
+    columns: List[int] = [_NAMESPACE, _NAMESPACE + 1]
+    values: List[object] = [path, ns._last_service + 1]
+    for (prefix, column), value in zip(
         _STRINGS, (workspace, folder, file_path, language, repo, commit, url, thread_id)
     ):
         if value is not None:
             if type(value) is not str:
                 return None
             put(prefix + _enc(value))
-    first = last = None
+            columns.append(column)
+            values.append(value)
     if turns is not None:
         first, last = turns.first, turns.last
         if type(turns) is not TurnRange or type(first) is not int or type(last) is not int:
             return None
         put(f'"turns":{{"first":{first},"last":{last}}}')
+        columns += _TURNS
+        values += (first, last)
     if agent_id is not None:
         if type(agent_id) is not str:
             return None
         put(f'"agent_id":{_enc(agent_id)}')
-    call_name = None
+        columns.append(_AGENT)
+        values.append(agent_id)
     # Where the identity and the wire JSON part: a tool call's id, observed_at.
     split: Optional[Tuple[int, str]] = None
     if call is not None:
-        call_name = call.name
-        if type(call) is not ToolCallRef or type(call_name) is not str:
+        name = call.name
+        if type(call) is not ToolCallRef or type(name) is not str:
             return None
         if call.id is not None:
             if type(call.id) is not str:
                 return None
-            split = (len(parts), f'"tool_call":{{"name":{_enc(call_name)},"id":{_enc(call.id)}}}')
-        put(f'"tool_call":{{"name":{_enc(call_name)}}}')
+            split = (len(parts), f'"tool_call":{{"name":{_enc(name)},"id":{_enc(call.id)}}}')
+        put(f'"tool_call":{{"name":{_enc(name)}}}')
+        columns.append(_AGENT + 1)
+        values.append(name)
     source_kind = source.kind.value
     source_id = source.id
+    columns.append(_SOURCE)
+    values.append(source_kind)
     if source_id is None:
         put(f'"source":{{"kind":"{source_kind}"}}')
     elif type(source_id) is str:
         put(f'"source":{{"kind":"{source_kind}","id":{_enc(source_id)}}}')
+        columns.append(_SOURCE + 1)
+        values.append(source_id)
     else:
         return None
+    if observed is not None:
+        columns.append(_OBSERVED)
+        values.append(micros(observed))
+    if confidence is not None:
+        columns.append(_OBSERVED + 1)
+        values.append(confidence)
     if tags:
         for tag in tags:
             if type(tag) is not str:
                 return None
         put(f'"tags":[{",".join(map(_enc, tags))}]')
+        columns.append(_OBSERVED + 2)
+        values.append(tags_key(tags))
     identity_end = len(parts)
     if observed is not None:
         put(f'"observed_at":"{format_timestamp(observed)}"')
@@ -161,35 +184,16 @@ def _meta(meta: MemoryMeta) -> Optional[_Meta]:
         return None
     wire = "{" + ",".join(parts) + "}"
     if split is None and observed is None:
-        identity = wire
-    else:
-        kept = parts[:identity_end] + parts[identity_end + (observed is not None) :]
-        identity = "{" + ",".join(kept) + "}"
-        if split is not None:
-            parts[split[0]] = split[1]
-            wire = "{" + ",".join(parts) + "}"
-    columns = (
-        path, ns._last_service + 1, workspace, folder, file_path, language, repo, commit,
-        url, thread_id, first, last, agent_id, call_name, source_kind, source_id,
-    )  # fmt: skip
-    return (
-        identity,
-        wire,
-        columns,
-        None if observed is None else micros(observed),
-        tags_key(tags) if tags else None,
-    )
+        return wire, wire, columns, values
+    kept = parts[:identity_end] + parts[identity_end + (observed is not None) :]
+    if split is not None:
+        parts[split[0]] = split[1]
+        wire = "{" + ",".join(parts) + "}"
+    return "{" + ",".join(kept) + "}", wire, columns, values
 
 
-def _row(
-    item: StoreItem,
-    kind: str,
-    identity: str,
-    stored: str,
-    meta: _Meta,
-    confidence: Optional[float],
-    text: str,
-) -> Prepared:
+def _row(item: StoreItem, kind: str, identity: str, stored: str, meta: _Meta, text: str
+         ) -> Prepared:
     """The :class:`Prepared` of an item whose identity JSON text is ``identity``."""
     item_id = item.__dict__.get("_fingerprint")
     if item_id is None:
@@ -197,13 +201,12 @@ def _row(
         item_id = digest.hexdigest()[:ID_HEX_LEN]
         item.__dict__["_fingerprint"] = item_id  # as fingerprint() keeps it
     key = int(item_id[:16], 16)
-    row = (
-        key - _WRAP if key >= _SIGN else key, item_id, kind, *meta[2], meta[3], confidence,
-        meta[4], text, stored,
-    )  # fmt: skip
-    filled = list(map(is_not, row, _NONES))
     return Prepared(
-        item_id, tuple(compress(_POSITIONS, filled)), tuple(compress(row, filled)), text, None
+        item_id,
+        (0, 1, 2, *meta[2], _TEXT, _TEXT + 1),
+        (key - _WRAP if key >= _SIGN else key, item_id, kind, *meta[3], text, stored),
+        text,
+        None,
     )
 
 
@@ -220,14 +223,14 @@ def _document(item: Document) -> Optional[Prepared]:
             return None
         head += f'"title":{_enc(title)},'
     tail = "" if mime is None else f',"mime":{_enc(mime)}' if type(mime) is str else None
-    meta = _meta(item.meta)
+    meta = _meta(item.meta, None)
     if meta is None or tail is None:
         return None
     tail += ',"meta":'
     identity = f'{head}"body":{{"text":{_enc(text)}}}{tail}{meta[0]}}}'
     stored = f'{head}"body":{{"text":null}}{tail}{meta[1]}}}'
     rendered = text if title is None or is_blank(title) else f"# {title}\n\n{text}"
-    return _row(item, "document", identity, stored, meta, None, rendered)
+    return _row(item, "document", identity, stored, meta, rendered)
 
 
 def _conversation(item: Conversation) -> Optional[Prepared]:
@@ -245,13 +248,13 @@ def _conversation(item: Conversation) -> Optional[Prepared]:
         when = "" if at is None else f',"at":"{format_timestamp(at)}"'
         turns.append(f'{{"role":"{role}","text":{_enc(text)}{when}}}')
         lines.append(f"{role}: {text}")
-    meta = _meta(item.meta)
+    meta = _meta(item.meta, None)
     if meta is None:
         return None
     head = '{"type":"conversation","turns":[' + ",".join(turns) + '],"meta":'
     stored = f"{head}{meta[1]}}}"
     identity = stored if meta[0] is meta[1] else f"{head}{meta[0]}}}"
-    return _row(item, "conversation", identity, stored, meta, None, "\n".join(lines))
+    return _row(item, "conversation", identity, stored, meta, "\n".join(lines))
 
 
 def _learning(item: Learning) -> Optional[Prepared]:
@@ -260,7 +263,7 @@ def _learning(item: Learning) -> Optional[Prepared]:
         return None
     if evidence is not None and (type(evidence) is not str or len(evidence) > LONG_STR):
         return None
-    meta = _meta(item.meta)
+    meta = _meta(item.meta, confidence)
     if meta is None:
         return None
     kind = item.kind.value
@@ -276,4 +279,4 @@ def _learning(item: Learning) -> Optional[Prepared]:
         f'{{"type":"learning","text":null,"kind":"{kind}",'
         f'"confidence":{float.__repr__(confidence)}{rest}{meta[1]}}}'
     )
-    return _row(item, "learning", identity, stored, meta, confidence, text)
+    return _row(item, "learning", identity, stored, meta, text)
