@@ -3,7 +3,8 @@
 Writing is split in two so the write lock is held briefly: :func:`prepare`
 does the CPU work (fingerprint, JSON, the embedder's vector) with no lock
 held (:mod:`.plainrows` computes the same, byte for byte, in one pass for
-items of the exact contract types, and embeds batches), and :func:`insert_many` writes the prepared rows inside the caller's
+items of the exact contract types, and embeds batches), and
+:func:`insert_many` writes the prepared rows inside the caller's
 transaction: one ``items`` row per item (tags, text and JSON included), its
 keyword index entry and, for an embedder that stores them, its vector.
 Every delete goes through :func:`delete_seqs`, which keeps the vector and
