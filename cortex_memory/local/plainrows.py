@@ -50,7 +50,9 @@ __all__ = ["plain_row", "prepare_all"]
 # The encoder the contract's writers use for strings (jsonfmt's ``_encode_str``).
 _enc: Callable[[str], str] = json.encoder.encode_basestring
 
-#: Every field of a meta, in one call (in C).
+#: Every field of a meta, in one call (in C). :func:`_meta` unpacks them in order: a
+#: field added to ``MemoryMeta`` fails that unpacking (and the tests) instead of
+#: being left out of the JSON.
 _FIELDS = attrgetter(*(field.name for field in fields(MemoryMeta)))
 #: The JSON member prefix of each of the meta's optional strings, in wire order.
 _STRINGS = tuple(
