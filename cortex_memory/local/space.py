@@ -24,8 +24,9 @@ from cortex_memory.local.embedders import (
     min_similarity_of,
     stores_vectors,
 )
+from cortex_memory.local.plainrows import prepare_all
 from cortex_memory.local.search import Query, VectorSpace
-from cortex_memory.local.store import Prepared, prepare_all
+from cortex_memory.local.store import Prepared
 from cortex_memory.local.vectors import VectorIndex, model_key, numpy_or_none, reembed
 
 __all__ = ["VECTOR_BACKENDS", "Vectors"]

@@ -2,7 +2,9 @@
 
 Writing is split in two so the write lock is held briefly: :func:`prepare`
 does the CPU work (fingerprint, JSON, the embedder's vector) with no lock
-held, and :func:`insert_many` writes the prepared rows inside the caller's
+held (:mod:`.plainrows` computes the same, byte for byte, in one pass for
+items of the exact contract types, and embeds batches), and
+:func:`insert_many` writes the prepared rows inside the caller's
 transaction: one ``items`` row per item (tags, text and JSON included), its
 keyword index entry and, for an embedder that stores them, its vector.
 Every delete goes through :func:`delete_seqs`, which keeps the vector and
@@ -44,7 +46,6 @@ from cortex_memory.contract import (
 from cortex_memory.contract.jsonfmt import c_dumps
 from cortex_memory.local import beliefs, keywords
 from cortex_memory.local.corpus import ITEMS
-from cortex_memory.local.embedders import Embedder, embed_all
 from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth, tags_key
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
@@ -58,7 +59,6 @@ __all__ = [
     "id_key",
     "insert_many",
     "prepare",
-    "prepare_all",
 ]
 
 #: Rows per ``IN (...)`` list, well under every SQLite build's variable limit.
@@ -177,17 +177,6 @@ class Prepared(NamedTuple):
     vector: Optional[bytes]  # the embedder's vector (None: not embedded yet)
 
 
-def prepare_all(
-    items: Sequence[StoreItem], embedder: Optional[Embedder]
-) -> List[Prepared]:
-    """:func:`prepare` every item, embedding their texts in batches."""
-    prepared = [prepare(item) for item in items]
-    if embedder is None:
-        return prepared
-    vectors = embed_all(embedder, [p.text for p in prepared])
-    return [p._replace(vector=v) for p, v in zip(prepared, vectors)]
-
-
 def prepare(item: StoreItem) -> Prepared:
     """Compute everything a write of ``item`` needs but its vector (no database access)."""
     meta = item.meta
@@ -250,26 +239,34 @@ _NEXT_SEQ = (
 
 
 def held_ids(
-    conn: sqlite3.Connection, tenant: str, ids: Sequence[str]
+    conn: sqlite3.Connection,
+    tenant: str,
+    ids: Sequence[str],
+    keys: Optional[Sequence[int]] = None,
 ) -> Tuple[Set[str], int]:
     """Which of ``ids`` ``tenant`` already holds, and the ``seq`` the next new item gets.
 
     One statement for both (a store of one item is mostly statements).
+    ``keys`` are the ids' :func:`id_key` when the caller has them. The rows
+    are looked up by key alone and their ids checked here: SQLite then
+    builds one ``IN`` list per statement, not two.
     """
     held: Set[str] = set()
     first = 0
     if not ids:
         return held, int(conn.execute(_NEXT_SEQ).fetchone()[1])
-    for chunk in chunks(ids):
-        where, params = id_condition(cast(Sequence[str], chunk))
+    wanted = set(ids)
+    if keys is None:
+        keys = [id_key(item_id) for item_id in ids]
+    for chunk in chunks(keys):
         for item_id, seq in conn.execute(
-            f"SELECT c.id, NULL FROM {ID_FROM} WHERE {where} AND c.tenant = ? "
-            f"UNION ALL {_NEXT_SEQ}",
-            (*params, tenant),
+            f"SELECT c.id, NULL FROM {ID_FROM} WHERE c.idkey IN ({_marks(len(chunk))}) "
+            f"AND c.tenant = ? UNION ALL {_NEXT_SEQ}",
+            (*chunk, tenant),
         ):
             if item_id is None:
                 first = int(seq)
-            else:
+            elif item_id in wanted:
                 held.add(str(item_id))
     return held, first
 

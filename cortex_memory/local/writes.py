@@ -70,7 +70,10 @@ def _fresh(
 ) -> Tuple[List[StoreReceipt], List[Prepared], int]:
     """Receipts in item order, the items to write (not held, first copies) and
     the ``seq`` the first of them gets."""
-    held, first = held_ids(conn, tenant, [item.id for item in batch])
+    # An item's values start with its id's key (``idkey``, always filled).
+    held, first = held_ids(
+        conn, tenant, [item.id for item in batch], [cast(int, item.values[0]) for item in batch]
+    )
     receipts: List[StoreReceipt] = []
     fresh: List[Prepared] = []
     for item in batch:
