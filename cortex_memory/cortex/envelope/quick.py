@@ -29,7 +29,7 @@ from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.responses import Hit
 from cortex_memory.contract.text import is_blank
 from cortex_memory.cortex.envelope.codec import _FIRST_PART, _SCAN, PART_TAG
-from cortex_memory.cortex.envelope.envelope import _KINDS, _LEARNING_KINDS
+from cortex_memory.cortex.envelope.envelope import _LEARNING_KINDS
 
 __all__ = ["Lane"]
 
@@ -40,15 +40,15 @@ __all__ = ["Lane"]
 # an int is left to to_f32). Keyed by (member names, member types), in order.
 _OPTIONAL = (("title", str), ("mime", str), ("learning_kind", str), ("confidence", float),
              ("evidence", str))  # fmt: skip
-_SHAPES = frozenset(
-    (
-        ("v", "id", "kind", "text", "meta", *(name for name, _ in chosen)),
-        (int, str, str, str, dict, *(kind for _, kind in chosen)),
+_LAYOUTS = {
+    ("v", "id", "kind", "text", "meta", *(name for name, _ in chosen)): (
+        (int, str, str, str, dict, *(kind for _, kind in chosen))
     )
     for size in range(len(_OPTIONAL) + 1)
     for chosen in combinations(_OPTIONAL, size)
-)
+}
 _DEFAULT_META = MemoryMeta()
+_DEFAULT_JSON = _DEFAULT_META.to_json()
 _F32 = struct.Struct("<f")
 _F32_PACK = _F32.pack
 _F32_UNPACK = _F32.unpack
@@ -106,10 +106,18 @@ class Lane:
         A page's events are read in this one call: one frame and one set of
         lookups for the page rather than one per event.
         """
-        want_kind = self._kind
-        kinds = self._kinds
+        # The kinds read here, by their wire name: learnings and documents the filter
+        # (the fixed kind, the kinds) keeps. Keeper.keeps's reach: the same node is
+        # admitted without a call.
+        fixed, kinds = self._kind, self._kinds
+        accepted = {
+            kind.value: kind
+            for kind in (_LEARNING, _DOCUMENT)
+            if (fixed is None or kind is fixed) and (not kinds or kind in kinds)
+        }
         reach = self._reach
-        shapes = _SHAPES
+        at = reach.at._path if reach is not None else None
+        layouts = _LAYOUTS
         scan = _SCAN
         begin = position
         for position in range(begin, len(items)):
@@ -152,13 +160,14 @@ class Lane:
             if end != len(part):
                 return position, last
             # The members present, in order, and their types: one of the layouts the
-            # codec writes (see _SHAPES), or the general path decides. (The part
+            # codec writes (see _LAYOUTS), or the general path decides. (The part
             # starts with "{", so the value is a dict.)
             members = tuple(value.values())
-            if (tuple(value), tuple(map(type, members))) not in shapes:
+            if layouts.get(tuple(value)) != tuple(map(type, members)):
                 return position, last
-            # v (an int) is 3; the kind (a str) and a learning kind are known ones.
-            kind = _KINDS.get(members[2])
+            # v (an int) is 3; the kind (a str) one read here (a known kind the filter
+            # keeps, a learning or a document), a learning kind a known one.
+            kind = accepted.get(members[2])
             learning_kind = value.get("learning_kind")
             if (
                 members[0] != 3
@@ -167,18 +176,19 @@ class Lane:
             ):
                 return position, last
             raw_meta = members[4]
-            meta = common_meta(raw_meta) if raw_meta else _DEFAULT_META
-            if meta is None:
-                return position, last
-            # Keeper.keeps, for a filter of kinds and a reach alone.
-            if want_kind is not None and kind is not want_kind:
-                return position, last
-            if kinds and kind not in kinds:
-                return position, last
-            if reach is None:
-                if meta.namespace._last_service >= 0:
+            meta: Optional[MemoryMeta]
+            if raw_meta == _DEFAULT_JSON or not raw_meta:
+                meta = _DEFAULT_META  # what common_meta answers for the default as written
+            else:
+                meta = common_meta(raw_meta)
+                if meta is None:
                     return position, last
-            elif not reach.admits(meta.namespace):
+            # Keeper.keeps's reach (its kinds are checked above).
+            namespace = meta.namespace
+            if reach is None:
+                if namespace._last_service >= 0:
+                    return position, last
+            elif namespace._path != at and not reach.admits(namespace):
                 return position, last
             raw_confidence = value.get("confidence")
             out = object.__new__(Hit)
@@ -191,14 +201,12 @@ class Lane:
                         return position, last
                 else:
                     found["confidence"] = 0.0
-            elif kind is _DOCUMENT:
+            else:  # a document
                 if raw_confidence is not None:
                     return position, last
                 title = value.get("title")
                 if title is not None and not is_blank(title):
                     text = f"# {title}\n\n{text}"
-            else:
-                return position, last
             # Read: from here on the event is the listing's (skipped or admitted).
             previous = event
             last = eid
