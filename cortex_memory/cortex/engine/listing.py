@@ -122,13 +122,13 @@ def list_items(
     start = ListCursor.decode(req.cursor) if req.cursor is not None else _FIRST
     flt = req.filter
     scopes = scopes_for(ctx, flt, deadline)
-    labels = narrowing(flt)
+    # The one-pass lane of whole learnings and documents, for a filter of kinds and
+    # a reach alone (the usual listing, which no label narrows); any other filter
+    # reads every event through the general path.
+    lane_kinds = flt.kinds if lane_reads(flt) else None
+    labels = narrowing(flt) if lane_kinds is None else []
     index, cursor = _resume_at(scopes, start)
     walk = _Walk(flt, req.limit, preview)
-    # The one-pass lane of whole learnings and documents, for a filter of kinds and
-    # a reach alone (the usual listing); any other filter reads every event through
-    # the general path.
-    lane_kinds = flt.kinds if lane_reads(flt) else None
     limit = req.limit
     seen = walk.seen
     entries = walk.entries
