@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from itertools import combinations
-from typing import Any, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from cortex_memory.contract.items import ItemKind
 from cortex_memory.contract.meta import MemoryMeta, common_meta
@@ -54,6 +54,10 @@ _F32_PACK = _F32.pack
 _F32_UNPACK = _F32.unpack
 _LEARNING = ItemKind.LEARNING
 _DOCUMENT = ItemKind.DOCUMENT
+# The kinds a lane reads; each alone, by its wire name (read only, never changed).
+_READ = (_LEARNING, _DOCUMENT)
+_ALONE: Dict[ItemKind, Dict[str, ItemKind]] = {kind: {kind.value: kind} for kind in _READ}
+_NONE: Dict[str, ItemKind] = {}
 # A part the lane reads: the first part, holding a JSON object (the whole part
 # must scan as one value, and the lane wants an object).
 _OBJECT_PART = _FIRST_PART + "{"
@@ -110,11 +114,10 @@ class Lane:
         # (the fixed kind, the kinds) keeps. Keeper.keeps's reach: the same node is
         # admitted without a call.
         fixed, kinds = self._kind, self._kinds
-        accepted = {
-            kind.value: kind
-            for kind in (_LEARNING, _DOCUMENT)
-            if (fixed is None or kind is fixed) and (not kinds or kind in kinds)
-        }
+        if fixed is not None:  # a listing's lane: its scope's kind
+            accepted = _ALONE.get(fixed, _NONE) if not kinds or fixed in kinds else _NONE
+        else:
+            accepted = {kind.value: kind for kind in _READ if not kinds or kind in kinds}
         reach = self._reach
         at = reach.at._path if reach is not None else None
         layouts = _LAYOUTS
