@@ -12,9 +12,11 @@ against the layouts the codec writes (a set lookup of two tuples built in C), wh
 ``parse_envelope`` checks them one by one. Any other layout (another order, a null,
 an int confidence) is left to the general path.
 
-The lane answers None for everything else (not ours, not kept, a conversation, a
-document piece, path digests, a meta that needs the full read). None is never a
-verdict: the caller then runs ``decode_event``, ``keeps`` and ``whole_hit``.
+A listing hands the lane its page (:meth:`Lane.read`): the lane reads the events in
+one call and stops, leaving it untouched, at the first it cannot answer (not ours,
+not kept, a conversation, a document piece, path digests, a meta that needs the full
+read). Stopping is never a verdict: the listing then runs ``decode_event``, ``keeps``
+and ``whole_hit`` on that event, and hands the lane the rest.
 """
 
 from __future__ import annotations
