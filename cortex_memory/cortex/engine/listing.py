@@ -15,7 +15,7 @@ sorting after it.
 from __future__ import annotations
 
 import builtins
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 from cortex_memory.contract.defaults import in_request_order
 from cortex_memory.contract.filter import MetaFilter
@@ -29,7 +29,14 @@ from cortex_memory.cortex.engine.items import assembled, item_events
 from cortex_memory.cortex.engine.scopes import KindScope, kind_scope, scopes_for
 from cortex_memory.cortex.envelope.codec import decode_event
 from cortex_memory.cortex.envelope.labels import narrowing
-from cortex_memory.cortex.envelope.reads import Keeper, hit, one_turn_conversation, whole_hit
+from cortex_memory.cortex.envelope.quick import Lane
+from cortex_memory.cortex.envelope.reads import (
+    Keeper,
+    hit,
+    lane_reads,
+    one_turn_conversation,
+    whole_hit,
+)
 from cortex_memory.cortex.envelope.rebuild import rebuild, rebuild_whole
 from cortex_memory.cortex.envelope.scopes import parse_scope
 from cortex_memory.cortex.log.read import event_id
@@ -39,9 +46,11 @@ from cortex_memory.errors import EngineError, InvalidRequestError
 
 __all__ = ["get_items", "list_items"]
 
-# An admitted item: ready (a hit), or waiting for assembly (kind, id, namespace).
+# An admitted item: ready (a Hit), or waiting for assembly (a tuple: kind, id, namespace).
 _Pending = Tuple[ItemKind, ItemId, Namespace]
-_Entry = Tuple[Optional[Hit], Optional[_Pending]]
+_Entry = Union[Hit, _Pending]
+# The cursor of a first page, and of the end (no scope).
+_FIRST = ListCursor()
 
 
 def _resume_at(scopes: List[KindScope], cursor: ListCursor) -> Tuple[int, ListCursor]:
@@ -68,7 +77,7 @@ class _Walk:
         self.limit = limit
         self.preview = preview
         self.filter = flt
-        # One keeper per kind met, built when first needed (most listings read one kind).
+        # One keeper per kind met, built when an event first needs the general path.
         self.keepers: Dict[ItemKind, Keeper] = {}
         self.seen: Set[ItemId] = set()
         self.entries: List[_Entry] = []
@@ -84,9 +93,10 @@ class _Walk:
             keeper = self.keepers[kind] = Keeper(self.filter, kind)
         return keeper
 
-    def admit(self, scope: KindScope, keeper: Keeper, event: object) -> None:
+    def admit(self, scope: KindScope, event: object) -> None:
+        """The general path: decode ``event``, keep it or not, and admit its item once."""
         env = decode_event(event)
-        if env is None or not keeper.keeps(env):
+        if env is None or not self.keeper(scope.kind).keeps(env):
             return
         # The item must start here: its part (turn, else chunk index) is None or 0.
         turn, chunk = env.turn, env.chunk
@@ -96,11 +106,11 @@ class _Walk:
             return
         self.seen.add(env.id)
         if chunk is None and (turn is None or one_turn_conversation(env)):
-            self.entries.append((whole_hit(env), None))
+            self.entries.append(whole_hit(env))
         elif self.preview:
-            self.entries.append((hit(env.id, rebuild([env]), 0.0), None))
+            self.entries.append(hit(env.id, rebuild([env]), 0.0))
         else:
-            self.entries.append((None, (env.kind, env.id, scope.namespace)))
+            self.entries.append((env.kind, env.id, scope.namespace))
             self.pending = True
 
 
@@ -109,11 +119,19 @@ def list_items(
 ) -> ListPage:
     """One page of the items ``req.filter`` admits (``preview``: long items from their
     first event, not assembled)."""
-    start = ListCursor.decode(req.cursor) if req.cursor is not None else ListCursor()
-    scopes = scopes_for(ctx, req.filter, deadline)
-    labels = narrowing(req.filter)
+    start = ListCursor.decode(req.cursor) if req.cursor is not None else _FIRST
+    flt = req.filter
+    scopes = scopes_for(ctx, flt, deadline)
+    # The one-pass lane of whole learnings and documents, for a filter of kinds and
+    # a reach alone (the usual listing, which no label narrows); any other filter
+    # reads every event through the general path.
+    lane_kinds = flt.kinds if lane_reads(flt) else None
+    labels = narrowing(flt) if lane_kinds is None else []
     index, cursor = _resume_at(scopes, start)
-    walk = _Walk(req.filter, req.limit, preview)
+    walk = _Walk(flt, req.limit, preview)
+    limit = req.limit
+    seen = walk.seen
+    entries = walk.entries
     budget = WALK_PAGES + len(scopes)
     pages = 0
     following: Optional[ListCursor] = None
@@ -128,17 +146,28 @@ def list_items(
         page = ctx.log.page(scope.path, labels, cursor.engine, PAGE_LIMIT, deadline)
         pages += 1
         items = page.items
-        offset, last = cursor.offset, cursor.last
-        admit = walk.admit
-        keeper = walk.keeper(scope.kind)
-        # The one-pass lane of whole learnings and documents (None: another filter).
-        quick_hit = keeper.lane.hit if keeper.lane is not None else _no_hit
-        seen = walk.seen
-        entries = walk.entries
+        position, last = cursor.offset, cursor.last
+        # (A lane answers only learnings and documents: none for a conversation scope.)
+        lane = (
+            Lane(scope.kind, lane_kinds, flt.reach)
+            if lane_kinds is not None and scope.kind is not ItemKind.CONVERSATION
+            else None
+        )
+        stop = len(items)
         previous: object = None
-        for position in range(offset, len(items)):
+        while position < stop:
+            if lane is not None:
+                # A run of common events, read by the lane in one call; it stops at
+                # the first event it cannot answer (left untouched), or when full.
+                begin = position
+                position, last = lane.read(items, position, previous, last, seen, entries, limit)
+                if len(entries) >= limit or position >= stop:
+                    break
+                if position > begin:
+                    previous = items[position - 1]
+            # The general path, for the event the lane left (or every event).
             event = items[position]
-            offset = position + 1
+            position += 1
             if event is previous:
                 # The same object again (a listing's repeated copy, parsed once):
                 # its id is the one just seen, so it would be skipped below, or,
@@ -152,34 +181,22 @@ def list_items(
             elif eid == last:
                 continue
             last = eid
-            # A common event (a whole learning or document the filter keeps) is
-            # read in one pass; any other goes through admit, which decides.
-            found = quick_hit(event)
-            if found is None:
-                admit(scope, keeper, event)
-            elif found.id not in seen:
-                seen.add(found.id)
-                entries.append((found, None))
-            if len(entries) >= req.limit:
-                following = _next_cursor(
-                    scopes, index, cursor, page.next_cursor, _unread(items, offset, last), last
-                )
+            walk.admit(scope, event)
+            if len(entries) >= limit:
                 break
-        else:
-            if page.next_cursor is not None:
-                cursor = ListCursor(scope.path, page.next_cursor, 0, last)
-            else:
-                index += 1
-        if following is not None or walk.full():
+        if len(entries) >= limit:
+            following = _next_cursor(
+                scopes, index, cursor, page.next_cursor, _unread(items, position, last), last
+            )
             break
-    hits = (
-        _resolve(ctx, walk.entries, deadline)
-        if walk.pending
-        else [ready for ready, _ in walk.entries if ready is not None]
-    )
+        if page.next_cursor is not None:
+            cursor = ListCursor(scope.path, page.next_cursor, 0, last)
+        else:
+            index += 1
+    hits = _resolve(ctx, entries, deadline) if walk.pending else entries
     token = following.encode() if following is not None and following.scope is not None else None
     # ListPage(tuple(hits), token), its fields set directly: every item is a Hit
-    # built here (whole_hit, quick_hit, hit) and the token is encode()'s str or
+    # built here (the lane, whole_hit, hit) and the token is encode()'s str or
     # None, so its checks (a tuple of Hit, an optional str) could not fail or
     # change anything.
     out = object.__new__(ListPage)
@@ -188,11 +205,6 @@ def list_items(
     if token is not None:
         fields["next_cursor"] = token
     return out
-
-
-def _no_hit(event: object) -> Optional[Hit]:
-    """The lane of a filter with criteria besides kinds and reach: the general path."""
-    return None
 
 
 def _unread(items: List[Any], offset: int, last: Optional[str]) -> Optional[int]:
@@ -223,24 +235,25 @@ def _next_cursor(
         return ListCursor(scope, next_page, 0, last)
     if index + 1 < len(scopes):
         return ListCursor(scopes[index + 1].path)
-    return ListCursor()
+    return _FIRST
 
 
 def _resolve(ctx: EngineContext, entries: List[_Entry], deadline: Deadline) -> List[Hit]:
     """Assemble the waiting items (conversations, then documents) and keep listing order."""
+    waiting = [entry for entry in entries if type(entry) is tuple]
     whole: Dict[ItemId, Hit] = {}
     for kind in (ItemKind.CONVERSATION, ItemKind.DOCUMENT):
-        pairs = [(p[1], p[2]) for _, p in entries if p is not None and p[0] is kind]
+        pairs = [(p[1], p[2]) for p in waiting if p[0] is kind]
         if not pairs:
             continue
         for item_id, item in assembled(ctx, kind, pairs, deadline).items():
             whole[item_id] = hit(item_id, item, 0.0)
     out: List[Hit] = []
-    for ready, pending in entries:
-        if ready is not None:
-            out.append(ready)
-        elif pending is not None and pending[1] in whole:
-            out.append(whole[pending[1]])
+    for entry in entries:
+        if not isinstance(entry, tuple):
+            out.append(entry)
+        elif entry[1] in whole:
+            out.append(whole[entry[1]])
     return out
 
 

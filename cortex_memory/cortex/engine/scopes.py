@@ -98,6 +98,10 @@ def _scopes_for(
     reach = flt.reach
     if not needs_discovery(reach):
         assert reach is not None  # needs_discovery is False only with a reach
+        if not reach.inherit:
+            # One node (the usual exact reach): known()'s scopes, already in order
+            # (the kinds are distinct and in ALL order), without its set and sort.
+            return [kind_scope(reach.at, kind) for kind in kinds]
         return known(reach, kinds)
     found: Set[KindScope] = set(known(reach or Reach.default(), kinds))
     at = reach.at if reach is not None else Namespace.root()

@@ -12,16 +12,18 @@ against the layouts the codec writes (a set lookup of two tuples built in C), wh
 ``parse_envelope`` checks them one by one. Any other layout (another order, a null,
 an int confidence) is left to the general path.
 
-The lane answers None for everything else (not ours, not kept, a conversation, a
-document piece, path digests, a meta that needs the full read). None is never a
-verdict: the caller then runs ``decode_event``, ``keeps`` and ``whole_hit``.
+A listing hands the lane its page (:meth:`Lane.read`): the lane reads the events in
+one call and stops, leaving it untouched, at the first it cannot answer (not ours,
+not kept, a conversation, a document piece, path digests, a meta that needs the full
+read). Stopping is never a verdict: the listing then runs ``decode_event``, ``keeps``
+and ``whole_hit`` on that event, and hands the lane the rest.
 """
 
 from __future__ import annotations
 
 import struct
 from itertools import combinations
-from typing import Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from cortex_memory.contract.items import ItemKind
 from cortex_memory.contract.meta import MemoryMeta, common_meta
@@ -29,7 +31,7 @@ from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.responses import Hit
 from cortex_memory.contract.text import is_blank
 from cortex_memory.cortex.envelope.codec import _FIRST_PART, _SCAN, PART_TAG
-from cortex_memory.cortex.envelope.envelope import _KINDS, _LEARNING_KINDS
+from cortex_memory.cortex.envelope.envelope import _LEARNING_KINDS
 
 __all__ = ["Lane"]
 
@@ -40,20 +42,24 @@ __all__ = ["Lane"]
 # an int is left to to_f32). Keyed by (member names, member types), in order.
 _OPTIONAL = (("title", str), ("mime", str), ("learning_kind", str), ("confidence", float),
              ("evidence", str))  # fmt: skip
-_SHAPES = frozenset(
-    (
-        ("v", "id", "kind", "text", "meta", *(name for name, _ in chosen)),
-        (int, str, str, str, dict, *(kind for _, kind in chosen)),
+_LAYOUTS = {
+    ("v", "id", "kind", "text", "meta", *(name for name, _ in chosen)): (
+        (int, str, str, str, dict, *(kind for _, kind in chosen))
     )
     for size in range(len(_OPTIONAL) + 1)
     for chosen in combinations(_OPTIONAL, size)
-)
+}
 _DEFAULT_META = MemoryMeta()
+_DEFAULT_JSON = _DEFAULT_META.to_json()
 _F32 = struct.Struct("<f")
 _F32_PACK = _F32.pack
 _F32_UNPACK = _F32.unpack
 _LEARNING = ItemKind.LEARNING
 _DOCUMENT = ItemKind.DOCUMENT
+# The kinds a lane reads; each alone, by its wire name (read only, never changed).
+_READ = (_LEARNING, _DOCUMENT)
+_ALONE: Dict[ItemKind, Dict[str, ItemKind]] = {kind: {kind.value: kind} for kind in _READ}
+_NONE: Dict[str, ItemKind] = {}
 # A part the lane reads: the first part, holding a JSON object (the whole part
 # must scan as one value, and the lane wants an object).
 _OBJECT_PART = _FIRST_PART + "{"
@@ -78,87 +84,146 @@ class Lane:
     def hit(self, event: object) -> Optional[Hit]:
         """``whole_hit(decode_event(event))`` when the event is a common one the filter
         keeps; None when the general path must decide."""
-        # The event: a string id and text, the part numbered 00 written last and
-        # holding an object, no other label a part (what decode_event's own
-        # shortcut asks; a label that is not a string fails the join).
-        if type(event) is not dict:
-            return None
-        content = event.get("content")
-        context = event.get("context")
-        if type(content) is not dict or type(context) is not dict:
-            return None
-        text = content.get("text")
-        labels = context.get("labels")
-        if type(text) is not str or type(labels) is not list or type(event.get("id")) is not str:
-            return None
-        last = labels[-1] if labels else None
-        if type(last) is not str or not last.startswith(_OBJECT_PART):
-            return None
-        if len(labels) > 1:
-            try:
-                others = "\x00".join(labels[:-1])
-            except TypeError:
-                return None
-            if PART_TAG in others:
-                return None
-        try:
-            value, end = _SCAN(last, _PART_START)
-        except (StopIteration, ValueError, RecursionError):
-            return None
-        if end != len(last):
-            return None
-        # The members present, in order, and their types: one of the layouts the
-        # codec writes (see _SHAPES), or the general path decides. (The part starts
-        # with "{", so the value is a dict.)
-        members = tuple(value.values())
-        if (tuple(value), tuple(map(type, members))) not in _SHAPES:
-            return None
-        # v (an int) is 3; the kind (a str) and a learning kind are known ones.
-        kind = _KINDS.get(members[2])
-        learning_kind = value.get("learning_kind")
-        if (
-            members[0] != 3
-            or kind is None
-            or (learning_kind is not None and learning_kind not in _LEARNING_KINDS)
-        ):
-            return None
-        raw_meta = members[4]
-        meta = common_meta(raw_meta) if raw_meta else _DEFAULT_META
-        if meta is None:
-            return None
-        # Keeper.keeps, for a filter of kinds and a reach alone.
-        if self._kind is not None and kind is not self._kind:
-            return None
-        if self._kinds and kind not in self._kinds:
-            return None
-        reach = self._reach
-        if reach is None:
-            if meta.namespace._last_service >= 0:
-                return None
-        elif not reach.admits(meta.namespace):
-            return None
-        raw_confidence = value.get("confidence")
-        out = object.__new__(Hit)
-        found = out.__dict__
-        if kind is _LEARNING:
-            if raw_confidence is None:
-                confidence = 0.0
-            else:
-                try:
-                    confidence = _F32_UNPACK(_F32_PACK(raw_confidence))[0]
-                except OverflowError:  # past the float32 range: to_f32 decides
-                    return None
-            found["confidence"] = confidence
-        elif kind is _DOCUMENT:
-            if raw_confidence is not None:
-                return None
-            title = value.get("title")
-            if title is not None and not is_blank(title):
-                text = f"# {title}\n\n{text}"
+        out: List[Any] = []
+        self.read([event], 0, None, None, set(), out, 1)
+        return out[0] if out else None
+
+    def read(
+        self,
+        items: List[Any],
+        position: int,
+        previous: object,
+        last: Optional[str],
+        seen: Set[str],
+        hits: List[Any],
+        limit: int,
+    ) -> Tuple[int, Optional[str]]:
+        """Read a listing page's ``items`` from ``position`` into ``hits``, up to ``limit``.
+
+        Skips what a listing skips (the same object as the event before, ``previous``
+        for the first; an event whose id is ``last``, the one before's) and appends
+        ``whole_hit(decode_event(event))`` for every other event, once per item id
+        (``seen``), while the events are common ones the filter keeps. Stops at the
+        first event it cannot answer, untouched (the general path decides it), or
+        after the hit that fills ``hits``. Returns where it stopped (the index of
+        the event left, ``len(items)`` at the end, the index after the hit that
+        filled) and the id of the last event read.
+
+        A page's events are read in this one call: one frame and one set of
+        lookups for the page rather than one per event.
+        """
+        # The kinds read here, by their wire name: learnings and documents the filter
+        # (the fixed kind, the kinds) keeps. Keeper.keeps's reach: the same node is
+        # admitted without a call.
+        fixed, kinds = self._kind, self._kinds
+        if fixed is not None:  # a listing's lane: its scope's kind
+            accepted = _ALONE.get(fixed, _NONE) if not kinds or fixed in kinds else _NONE
         else:
-            return None
-        found["id"] = members[1]
-        found["kind"] = kind
-        found["text"] = text
-        found["meta"] = meta
-        return out
+            accepted = {kind.value: kind for kind in _READ if not kinds or kind in kinds}
+        reach = self._reach
+        at = reach.at._path if reach is not None else None
+        layouts = _LAYOUTS
+        scan = _SCAN
+        begin = position
+        for position in range(begin, len(items)):
+            event = items[position]
+            if event is previous:
+                continue  # a listing's repeated copy, parsed once: skipped as a copy
+            # The event: a string id and text, the part numbered 00 written last and
+            # holding an object, no other label a part (what decode_event's own
+            # shortcut asks; a label that is not a string fails the join).
+            if type(event) is not dict:
+                return position, last
+            eid = event.get("id")
+            if type(eid) is not str:
+                return position, last
+            if eid == last:
+                previous = event
+                continue
+            content = event.get("content")
+            context = event.get("context")
+            if type(content) is not dict or type(context) is not dict:
+                return position, last
+            text = content.get("text")
+            labels = context.get("labels")
+            if type(text) is not str or type(labels) is not list or not labels:
+                return position, last
+            part = labels[-1]
+            if type(part) is not str or not part.startswith(_OBJECT_PART):
+                return position, last
+            if len(labels) > 1:
+                try:
+                    others = "\x00".join(labels[:-1])
+                except TypeError:
+                    return position, last
+                if PART_TAG in others:
+                    return position, last
+            try:
+                value, end = scan(part, _PART_START)
+            except (StopIteration, ValueError, RecursionError):
+                return position, last
+            if end != len(part):
+                return position, last
+            # The members present, in order, and their types: one of the layouts the
+            # codec writes (see _LAYOUTS), or the general path decides. (The part
+            # starts with "{", so the value is a dict.)
+            members = tuple(value.values())
+            if layouts.get(tuple(value)) != tuple(map(type, members)):
+                return position, last
+            # v (an int) is 3; the kind (a str) one read here (a known kind the filter
+            # keeps, a learning or a document), a learning kind a known one.
+            kind = accepted.get(members[2])
+            learning_kind = value.get("learning_kind")
+            if (
+                members[0] != 3
+                or kind is None
+                or (learning_kind is not None and learning_kind not in _LEARNING_KINDS)
+            ):
+                return position, last
+            raw_meta = members[4]
+            meta: Optional[MemoryMeta]
+            if raw_meta == _DEFAULT_JSON or not raw_meta:
+                meta = _DEFAULT_META  # what common_meta answers for the default as written
+            else:
+                meta = common_meta(raw_meta)
+                if meta is None:
+                    return position, last
+            # Keeper.keeps's reach (its kinds are checked above).
+            namespace = meta.namespace
+            if reach is None:
+                if namespace._last_service >= 0:
+                    return position, last
+            elif namespace._path != at and not reach.admits(namespace):
+                return position, last
+            raw_confidence = value.get("confidence")
+            out = object.__new__(Hit)
+            found = out.__dict__
+            if kind is _LEARNING:
+                if raw_confidence is not None:
+                    try:
+                        found["confidence"] = _F32_UNPACK(_F32_PACK(raw_confidence))[0]
+                    except OverflowError:  # past the float32 range: to_f32 decides
+                        return position, last
+                else:
+                    found["confidence"] = 0.0
+            else:  # a document
+                if raw_confidence is not None:
+                    return position, last
+                title = value.get("title")
+                if title is not None and not is_blank(title):
+                    text = f"# {title}\n\n{text}"
+            # Read: from here on the event is the listing's (skipped or admitted).
+            previous = event
+            last = eid
+            item_id = members[1]
+            if item_id in seen:
+                continue
+            found["id"] = item_id
+            found["kind"] = kind
+            found["text"] = text
+            found["meta"] = meta
+            seen.add(item_id)
+            hits.append(out)
+            if len(hits) >= limit:
+                return position + 1, last
+        return len(items), last

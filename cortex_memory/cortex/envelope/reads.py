@@ -28,6 +28,7 @@ __all__ = [
     "event_hit",
     "hit",
     "keeps",
+    "lane_reads",
     "located_meta",
     "one_turn_conversation",
     "whole_hit",
@@ -39,6 +40,12 @@ _OTHER_CRITERIA = attrgetter(
     *(field.name for field in fields(MetaFilter) if field.name not in ("kinds", "reach"))
 )
 _NO_OTHER_CRITERIA = _OTHER_CRITERIA(MetaFilter())
+
+
+def lane_reads(flt: MetaFilter) -> bool:
+    """True for a filter of kinds and a reach alone: the listing's lane (:class:`.quick.Lane`)
+    reads its common events, checking those two criteria as :meth:`Keeper.keeps` does."""
+    return _OTHER_CRITERIA(flt) == _NO_OTHER_CRITERIA
 
 
 def _wanted(value: Optional[str]) -> Tuple[str, ...]:
@@ -73,7 +80,7 @@ class Keeper:
         self._kind = kind
         # A filter of kinds and a reach alone (the usual listing): keeps() checks
         # those two itself, as MetaFilter.matches would, without its other checks.
-        self._reach_only = _OTHER_CRITERIA(flt) == _NO_OTHER_CRITERIA
+        self._reach_only = lane_reads(flt)
         self._kinds = flt.kinds
         self._reach = flt.reach
         # The one-pass lane of whole learnings and documents (None: another filter).
@@ -124,7 +131,7 @@ class Keeper:
         keeps; None when the general path must decide (see :class:`.quick.Lane`).
 
         Only a filter of kinds and a reach alone has a lane (:attr:`lane`); a listing
-        uses the lane itself, to read a run of events at once.
+        uses a lane itself (:meth:`.quick.Lane.read`), to read a run of events at once.
         """
         lane = self.lane
         return lane.hit(event) if lane is not None else None
