@@ -26,7 +26,18 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from itertools import accumulate
-from typing import AbstractSet, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import (
+    AbstractSet,
+    Dict,
+    FrozenSet,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 from cortex_memory.local.corpus import Stats
 from cortex_memory.local.lexical import Terms
@@ -149,6 +160,26 @@ _BATCH_CHARS = 1 << 20
 _Tally = Tuple[int, int, Dict[str, int], AbstractSet[str]]
 
 
+def _words_from(lowered: str, marked: bytes, head: str) -> Iterator[Tuple[int, str]]:
+    """Where each word of ``lowered`` that begins with ``head`` starts, and the word.
+
+    ``marked`` is the same text translated by :data:`_WORD_BYTES` (and starting
+    with a space): a find inside a word is skipped, and a word ends at the next
+    space of ``marked``.
+    """
+    width = len(head)
+    at = lowered.find(head)
+    while at >= 0:
+        if marked[at - 1] == _LETTER:  # inside a word
+            at = lowered.find(head, at + 1)
+            continue
+        end = marked.find(b" ", at + width)
+        if end < 0:
+            end = len(marked)
+        yield at, lowered[at:end]
+        at = lowered.find(head, end)
+
+
 def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
                 heads: Sequence[str]) -> List[_Tally]:
     """The tallies of ``texts`` (every one ASCII) that hold a term, scanned together.
@@ -174,30 +205,20 @@ def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
     places: List[int] = []
     others: List[str] = []
     for head in heads:
-        width = len(head)
-        at = lowered.find(head)
-        while at >= 0:
-            if marked[at - 1] == _LETTER:  # inside a word (the text starts with a space)
-                at = lowered.find(head, at + 1)
-                continue
-            end = marked.find(b" ", at + width)
-            if end < 0:
-                end = len(marked)
-            word = lowered[at:end]
+        for at, word in _words_from(lowered, marked, head):
             term = exact_terms.get(word)
             if term is None:
                 places.append(at)
                 others.append(word)
+                continue
+            row = bisect_right(starts, at) - 1
+            held = found.get(row)
+            if held is None:
+                held = found[row] = {}
+                exact[row] = {term}
             else:
-                row = bisect_right(starts, at) - 1
-                held = found.get(row)
-                if held is None:
-                    held = found[row] = {}
-                    exact[row] = {term}
-                else:
-                    exact[row].add(term)
-                held[term] = held.get(term, 0) + 1
-            at = lowered.find(head, end)
+                exact[row].add(term)
+            held[term] = held.get(term, 0) + 1
     for at, term in zip(places, stems_of(others)):
         if term in terms.forms:
             row = bisect_right(starts, at) - 1
@@ -220,16 +241,7 @@ def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: 
     exact: Set[int] = set()
     places: List[int] = []
     others: List[str] = []
-    width = len(head)
-    at = lowered.find(head)
-    while at >= 0:
-        if marked[at - 1] == _LETTER:  # inside a word
-            at = lowered.find(head, at + 1)
-            continue
-        end = marked.find(b" ", at + width)
-        if end < 0:
-            end = len(marked)
-        word = lowered[at:end]
+    for at, word in _words_from(lowered, marked, head):
         if word in forms:
             row = bisect_right(starts, at) - 1
             held[row] = held.get(row, 0) + 1
@@ -237,7 +249,6 @@ def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: 
         else:
             places.append(at)
             others.append(word)
-        at = lowered.find(head, end)
     for at, stemmed in zip(places, stems_of(others)):
         if stemmed == term:
             row = bisect_right(starts, at) - 1
