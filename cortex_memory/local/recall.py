@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, replace
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 from cortex_memory.contract import Citation, Hit, RecallAnswer, StoreItem
 from cortex_memory.local.embedders import Embedder, cosines
@@ -237,22 +237,22 @@ def _candidates(
     ranked: Sequence[Tuple[Hit, StoreItem]], replies: Mapping[int, Tuple[Hit, StoreItem]]
 ) -> Tuple[List[_Candidate], List[Tuple[Hit, StoreItem]], Dict[int, int]]:
     """Every passage of the ranked items and of the replies to their questions; the
-    sources (ranked items, then replies not ranked) and each such reply's question rank."""
+    sources (ranked items, then replies not ranked) and, per reply's source, the
+    rank of the question it answers."""
     sources = list(ranked)
-    ranked_at = {hit.id: rank for rank, (hit, _item) in enumerate(ranked)}
-    answered: Dict[int, int] = {}  # a ranked reply's rank -> the rank of its question
-    reply_of: Dict[int, int] = {}  # a reply's source -> the rank of its question
+    source_of = {hit.id: rank for rank, (hit, _item) in enumerate(ranked)}
+    asked: Dict[int, int] = {}
     for rank, (hit, item) in replies.items():
-        if hit.id in ranked_at:
-            answered.setdefault(ranked_at[hit.id], rank)
-        elif all(sources[s][0].id != hit.id for s in reply_of):
-            reply_of[len(sources)] = rank
+        source = source_of.get(hit.id)
+        if source is None:  # a reply not ranked itself: cited after its question
+            source = source_of[hit.id] = len(sources)
             sources.append((hit, item))
+        asked.setdefault(source, rank)
     candidates: List[_Candidate] = []
     last_question: Dict[int, _Candidate] = {}
     for source, (_hit, item) in enumerate(sources):
         question: Optional[_Candidate] = None
-        rank = reply_of.get(source, source)
+        rank = asked[source] if source >= len(ranked) else source
         for passage in passages(item):
             # Who said a line is not what it says: a speaker label does not count.
             words = words_of(strip_labels(passage.text))
@@ -266,24 +266,24 @@ def _candidates(
             last_question[source] = question
     # A reply answers its question: every passage of it, whether ranked or read after.
     for cand in candidates:
-        asked_at = reply_of.get(cand.source, answered.get(cand.source))
+        asked_at = asked.get(cand.source)
         if asked_at is not None and asked_at in last_question:
-            cand.passage = Passage(cand.passage.text, cand.passage.asks, True)
+            cand.passage = replace(cand.passage, answers=True)
             cand.question = last_question[asked_at]
-    return candidates, sources, reply_of
+    return candidates, sources, asked
 
 
 def _cited(
-    picked: List[_Candidate], ranked: int, reply_of: Mapping[int, int]
+    picked: List[_Candidate], ranked: int, asked: Mapping[int, int]
 ) -> Tuple[List[_Candidate], List[int]]:
     """The answer's sentences whose items fit in the citations, and the cited sources:
     no more than the ``ranked`` items, those the answer quotes first, each reply
-    right after its question."""
+    read after the ranking right after its question."""
     kept: List[_Candidate] = []
-    quoted: Dict[int, None] = {}
+    quoted: Set[int] = set()
     for cand in picked:  # best first: a weaker sentence gives way
         if cand.source in quoted or len(quoted) < ranked:
-            quoted[cand.source] = None
+            quoted.add(cand.source)
             kept.append(cand)
     room = ranked - len(quoted)
     order: List[int] = []
@@ -291,7 +291,9 @@ def _cited(
         if rank in quoted or room > 0:
             room -= rank not in quoted
             order.append(rank)
-        order.extend(s for s, asked_at in reply_of.items() if asked_at == rank and s in quoted)
+        order.extend(
+            s for s, asked_at in asked.items() if s >= ranked and asked_at == rank and s in quoted
+        )
     return kept, order
 
 
@@ -317,10 +319,10 @@ def answer(
     """
     if not ranked:
         return RecallAnswer(NOTHING_FOUND, (), MODEL)
-    candidates, sources, reply_of = _candidates(ranked, replies or {})
+    candidates, sources, asked = _candidates(ranked, replies or {})
     _score(candidates, query, embedder, len(ranked), floor, rarity)
     picked, cited = _cited(
-        _chosen(candidates, _content(words_of(query.text))), len(ranked), reply_of
+        _chosen(candidates, _content(words_of(query.text))), len(ranked), asked
     )
     best_of: Dict[int, str] = {}
     for cand in sorted(candidates, key=lambda c: -c.score):
