@@ -17,7 +17,7 @@ from typing import Dict, Sequence, Tuple
 
 from cortex_memory.contract import Hit, MetaFilter, StoreItem
 from cortex_memory.local.passages import asks_last
-from cortex_memory.local.rows import HIT_COLUMNS, HIT_FROM, hit_of, item_of, kind_of, meta_of
+from cortex_memory.local.rows import HIT_COLUMNS, HIT_FROM, hit_of, item_of
 from cortex_memory.local.sqlfilter import filter_condition
 
 __all__ = ["replies"]
@@ -53,12 +53,10 @@ def replies(
         ).fetchone()
         if row is None:
             continue
-        item_id, item_json = str(row[1]), str(row[5])
-        found_meta = meta_of(item_id, item_json)
+        found = item_of(str(row[1]), str(row[5]), str(row[3]))
         # Some criteria are checked on the decoded meta only (as listing does).
-        if not flt.matches(kind_of(row[2]), found_meta):
+        if not flt.matches(found.item_kind, found.meta):
             continue
         # The reply is cited as relevant as the question it answers.
-        reply = hit_of(row, found_meta, score=hit.score)
-        out[rank] = (reply, item_of(item_id, item_json, str(row[3])))
+        out[rank] = (hit_of(row, found.meta, score=hit.score), found)
     return out

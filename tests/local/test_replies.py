@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import List, Optional
 
 import pytest
@@ -16,6 +18,7 @@ from cortex_memory.contract import (
     StoreItem,
     TurnRange,
 )
+from cortex_memory.errors import EngineError
 from cortex_memory.local import LocalEngine
 
 
@@ -119,3 +122,19 @@ def test_a_reply_that_also_ranks_is_cited_once(mem: LocalEngine) -> None:
     cited = [c.id for c in answer.citations]
     assert sorted(cited) == sorted(ids)
     assert "spot B12" in answer.answer
+
+
+def test_an_unreadable_reply_is_reported_not_guessed(tmp_path: Path) -> None:
+    path = str(tmp_path / "memory.sqlite3")
+    with LocalEngine(path) as engine:
+        ids = _chat(engine, [
+            "Ana: Where did I park the car this morning?",
+            "Ben: Level 3 of the airport garage, spot B12.",
+        ])
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE items SET item_json = '{' WHERE id = ?", (ids[1],))
+    conn.commit()
+    conn.close()
+    # Limit 1: only the question ranks, so the reply row is read by the reply look-up.
+    with LocalEngine(path) as engine, pytest.raises(EngineError, match="unreadable"):
+        engine.recall(RecallRequest("where did I park the car?", 1))
