@@ -7,7 +7,7 @@ import os
 import sqlite3
 import stat
 import sys
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
@@ -188,14 +188,23 @@ def test_keyword_index_catches_up_with_writes_made_without_it(
     assert texts == {"alpha first", "alpha second"}
 
 
-def test_a_read_gives_up_when_the_index_stays_stale(
+def _stale_for_good(
     make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Tuple[LocalEngine, List[int]]:
+    """An engine whose file another engine wrote without the index, and whose
+    rebuilds do nothing (each one counted in the list)."""
     fts = make_engine()
     fts.store(StoreItem.document("alpha first"))
     make_engine(use_fts=False).store(StoreItem.document("alpha second"))
     rebuilt: List[int] = []
     monkeypatch.setattr(sessions_module, "rebuild_fts", lambda conn: rebuilt.append(1))
+    return fts, rebuilt
+
+
+def test_a_read_gives_up_when_the_index_stays_stale(
+    make_engine: EngineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fts, rebuilt = _stale_for_good(make_engine, monkeypatch)
     with pytest.raises(UnavailableError, match="keyword index"):
         fts.recall(RecallRequest("alpha?", 3))
     assert len(rebuilt) == 3
@@ -208,11 +217,7 @@ def test_a_lone_keyword_term_read_checks_the_index_too(
 ) -> None:
     # A lone keyword term reads no term counts, and its candidates unranked:
     # the index's state is still checked in the same snapshot.
-    fts = make_engine()
-    fts.store(StoreItem.document("alpha first"))
-    make_engine(use_fts=False).store(StoreItem.document("alpha second"))
-    rebuilt: List[int] = []
-    monkeypatch.setattr(sessions_module, "rebuild_fts", lambda conn: rebuilt.append(1))
+    fts, rebuilt = _stale_for_good(make_engine, monkeypatch)
     with pytest.raises(UnavailableError, match="keyword index"):
         fts.fetch(FetchRequest("alpha", FetchMode.KEYWORD, 5))
     assert len(rebuilt) == 3
