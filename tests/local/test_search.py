@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import pytest
 from hypothesis import given, settings
@@ -579,13 +579,18 @@ def test_unranked_candidates_rank_as_sqlite_ranked_ones_do(
             assert ranked, question
 
 
-def _ranked_reads(engine: LocalEngine, seen: Optional[List[str]]) -> None:
-    """Record the candidate reads of ``engine``'s pooled connection (None: stop)."""
+def _fetch_traced(engine: LocalEngine, request: FetchRequest) -> Tuple[List[str], List[Hit]]:
+    """The candidate reads ``engine`` runs for ``request`` (on its pooled
+    connection), and the hits it answers."""
+    seen: List[str] = []
     with engine._session("testing") as conn:
-        if seen is None:
+        _candidate_reads(conn, seen)
+    try:
+        hits = list(engine.fetch(request).hits)
+    finally:
+        with engine._session("testing") as conn:
             conn.set_trace_callback(None)
-        else:
-            _candidate_reads(conn, seen)
+    return seen, hits
 
 
 def test_a_lone_keyword_term_is_read_unranked_when_its_matches_fit(mem: LocalEngine) -> None:
@@ -598,10 +603,7 @@ def test_a_lone_keyword_term_is_read_unranked_when_its_matches_fit(mem: LocalEng
     ])
     if not mem.uses_fts:
         pytest.skip("this SQLite build has no FTS5")
-    seen: List[str] = []
-    _ranked_reads(mem, seen)
-    hits = mem.fetch(FetchRequest("plans", FetchMode.KEYWORD, 10)).hits
-    _ranked_reads(mem, None)
+    seen, hits = _fetch_traced(mem, FetchRequest("plans", FetchMode.KEYWORD, 10))
     # One unranked read: the four matches fit in the candidate pool.
     assert len(seen) == 1
     assert "ORDER BY" not in seen[0]
@@ -630,10 +632,7 @@ def test_a_lone_keyword_term_holding_more_rows_than_fit_is_ranked_by_sqlite(
     mem.store(StoreItem.document("garden"))  # the shortest: BM25's best
     if not mem.uses_fts:
         pytest.skip("this SQLite build has no FTS5")
-    seen: List[str] = []
-    _ranked_reads(mem, seen)
-    hits = mem.fetch(FetchRequest("garden", FetchMode.KEYWORD, 5)).hits
-    _ranked_reads(mem, None)
+    seen, hits = _fetch_traced(mem, FetchRequest("garden", FetchMode.KEYWORD, 5))
     # The unranked read found more than the pool holds (100): SQLite ranks.
     assert len(seen) == 2
     assert "ORDER BY" not in seen[0]
