@@ -13,12 +13,12 @@ answer (:func:`cortex_memory.local.recall.answer`).
 from __future__ import annotations
 
 import sqlite3
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from cortex_memory.contract import Hit, MetaFilter, StoreItem
 from cortex_memory.local.passages import asks_last
 from cortex_memory.local.rows import HIT_COLUMNS, HIT_FROM, hit_of, item_of
-from cortex_memory.local.sqlfilter import filter_condition
+from cortex_memory.local.sqlfilter import Condition, filter_condition
 
 __all__ = ["replies"]
 
@@ -40,12 +40,15 @@ def replies(
     own filter: nothing outside its reach is read). Items without a thread or
     turns, or whose last line does not end with a question mark, have none.
     """
-    where, params = filter_condition(flt, tenant)
+    condition: Optional[Condition] = None  # the filter's SQL, once a question needs it
     out: Dict[int, Tuple[Hit, StoreItem]] = {}
     for rank, (hit, item) in enumerate(ranked[:MAX_QUESTIONS]):
         meta = item.meta
         if meta.thread_id is None or meta.turns is None or not asks_last(item):
             continue
+        if condition is None:
+            condition = filter_condition(flt, tenant)
+        where, params = condition
         row = conn.execute(
             f"SELECT {HIT_COLUMNS} FROM {HIT_FROM} WHERE {where} "
             "AND c.thread_id = ? AND c.turns_first = ? ORDER BY c.seq DESC LIMIT 1",
