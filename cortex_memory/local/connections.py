@@ -23,6 +23,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+from types import TracebackType
 from typing import Callable, Iterator, List, Optional
 
 from cortex_memory.contract.deadline import Deadline
@@ -66,33 +67,47 @@ LARGE_WRITE_CHARS = 1 << 20
 SMALL_CACHE_KIB = 1024
 
 
-@contextlib.contextmanager
-def sqlite_errors(action: str) -> Iterator[None]:
+class sqlite_errors:  # lower case: it reads as a function, ``with sqlite_errors(action):``
     """Translate ``sqlite3`` failures met while doing ``action`` into the error tree.
 
     A lock held past the busy timeout is transient (``UnavailableError``);
     every other database failure is the engine's own (``EngineError``). Text
     that cannot be encoded as UTF-8 (a lone surrogate) is a bad request.
     SQLite's messages name tables and conditions, never the data bound to a
-    statement, so they are safe to pass on.
+    statement, so they are safe to pass on. (A class, not a generator: every
+    engine call enters one, and a generator's context manager costs a few
+    microseconds more.)
     """
-    try:
-        yield
-    except sqlite3.Error as exc:
-        if is_busy(exc):
-            raise UnavailableError(
-                f"the local database stayed locked by another writer while {action}"
+
+    __slots__ = ("_action",)
+
+    def __init__(self, action: str) -> None:
+        self._action = action
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        if exc is None:
+            return
+        action = self._action
+        if isinstance(exc, sqlite3.Error):
+            if is_busy(exc):
+                raise UnavailableError(
+                    f"the local database stayed locked by another writer while {action}"
+                ) from exc
+            raise EngineError(f"local database failure while {action}: {exc}") from exc
+        if isinstance(exc, UnicodeEncodeError):
+            raise InvalidRequestError(
+                "text must be valid Unicode (it holds a lone surrogate)"
             ) from exc
-        raise EngineError(f"local database failure while {action}: {exc}") from exc
-    except UnicodeEncodeError as exc:
-        raise InvalidRequestError(
-            "text must be valid Unicode (it holds a lone surrogate)"
-        ) from exc
-    except OSError as exc:
-        # Only opening touches the file system directly (making the folder).
-        raise EngineError(
-            f"local database failure while {action}: {exc.strerror or type(exc).__name__}"
-        ) from exc
+        if isinstance(exc, OSError):
+            # Only opening touches the file system directly (making the folder).
+            raise EngineError(
+                f"local database failure while {action}: {exc.strerror or type(exc).__name__}"
+            ) from exc
 
 
 def open_connection(path: str, timeout: float) -> sqlite3.Connection:
@@ -105,9 +120,7 @@ def open_connection(path: str, timeout: float) -> sqlite3.Connection:
     """
     if path != MEMORY:
         prepare_file(path, WHAT)
-    conn = sqlite3.connect(
-        path, timeout=timeout, isolation_level=None, check_same_thread=False
-    )
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         # The first statement reads the file's header: a file that is not a
         # database is refused here, naming it, before anything writes to it.
@@ -174,17 +187,12 @@ class ConnectionPool:
         with self._cond:
             return self._closed
 
-    @contextlib.contextmanager
-    def connection(self, deadline: Optional[Deadline] = None) -> Iterator[sqlite3.Connection]:
-        """Borrow a connection for the block (opening one when the pool has room).
+    def connection(self, deadline: Optional[Deadline] = None) -> _Lease:
+        """Borrow a connection for a ``with`` block (opening one when the pool has room).
 
         Waiting for a free one ends with the deadline's ``UnavailableError``.
         """
-        conn = self._acquire(deadline)
-        try:
-            yield conn
-        finally:
-            self._release(conn)
+        return _Lease(self, deadline)
 
     def _acquire(self, deadline: Optional[Deadline]) -> sqlite3.Connection:
         with self._cond:
@@ -232,3 +240,25 @@ class ConnectionPool:
                 conn.close()
             except sqlite3.Error:
                 _log.debug("closing a connection failed", exc_info=True)
+
+
+class _Lease:
+    """A connection borrowed from a :class:`ConnectionPool` for one ``with`` block."""
+
+    __slots__ = ("_conn", "_deadline", "_pool")
+
+    def __init__(self, pool: ConnectionPool, deadline: Optional[Deadline]) -> None:
+        self._pool = pool
+        self._deadline = deadline
+        self._conn: Optional[sqlite3.Connection] = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        conn = self._conn = self._pool._acquire(self._deadline)
+        return conn
+
+    def __exit__(
+        self, kind: Optional[type], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            self._pool._release(conn)

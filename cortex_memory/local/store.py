@@ -51,6 +51,8 @@ from cortex_memory.local.vectors import bump_epoch, delete_vectors
 
 __all__ = [
     "ID_FROM",
+    "LONG_TEXT",
+    "NEXT_SEQ",
     "Prepared",
     "chunks",
     "delete_seqs",
@@ -232,10 +234,13 @@ def stored_json(item: StoreItem) -> str:
 
 
 #: The next ``seq``: above every row's, and above every deleted row's.
-_NEXT_SEQ = (
-    "SELECT NULL, max(coalesce((SELECT max(seq) FROM items), 0), "
-    "(SELECT value FROM stats WHERE key = 'items_seq')) + 1"
+#: The ``seq`` the next new item gets: above every ``seq`` an item ever had,
+#: the deleted ones included (``items_seq``). Read inside the write transaction.
+NEXT_SEQ = (
+    "(max(coalesce((SELECT max(seq) FROM items), 0), "
+    "(SELECT value FROM stats WHERE key = 'items_seq')) + 1)"
 )
+_NEXT_SEQ = f"SELECT NULL, {NEXT_SEQ}"
 
 
 def held_ids(

@@ -32,6 +32,7 @@ from cortex_memory.contract.replacing import FILE_PATH, ReplaceBatch, VersionKey
 from cortex_memory.local.connections import LARGE_WRITE_CHARS, small_cache, write_transaction
 from cortex_memory.local.rows import HIT_FROM, kind_of, meta_of
 from cortex_memory.local.schema import mark_fts_stale
+from cortex_memory.local.single import store_one
 from cortex_memory.local.sqlfilter import filter_condition, namespace_key, reach_condition
 from cortex_memory.local.store import (
     ID_FROM,
@@ -149,8 +150,15 @@ def store_batch(
     per-item savepoint on the common path. With ``replacing`` (the batch's
     replace rules), the other versions of every surviving item are removed
     in the same transaction. A batch holding a long text runs with a small page
-    cache (:func:`~cortex_memory.local.connections.small_cache`).
+    cache (:func:`~cortex_memory.local.connections.small_cache`). One item
+    with no replace rules is written by
+    :func:`~cortex_memory.local.single.store_one` (the same rows, fewer
+    statements).
     """
+    if replacing is None and len(batch) == 1:
+        receipt = store_one(conn, tenant, batch[0], fts=fts, model=model)
+        if receipt is not None:
+            return [receipt]
     large = sum(len(item.text) for item in batch) >= LARGE_WRITE_CHARS
     with small_cache(conn, large):
         return _store_batch(conn, tenant, batch, fts, model, replacing, kept)
