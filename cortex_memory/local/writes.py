@@ -1,7 +1,8 @@
 """Writes of the local engine: store, store_many, forget (ids, filter, within a reach), erase.
 
 Each function takes a borrowed connection and runs in its own write
-transaction (``BEGIN IMMEDIATE``), so a write is all or nothing and sees no
+transaction (``BEGIN IMMEDIATE``; a store of one item, :mod:`.single`, lets
+its first statement take the lock), so a write is all or nothing and sees no
 other writer half-way. Filter-driven deletes walk the matching rows in
 :data:`SCAN` sized slices (by ``seq``), so memory stays bounded however many
 rows go.
