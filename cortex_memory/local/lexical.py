@@ -154,9 +154,13 @@ def _fts_rows(
     where_sql, where_params = where
     # Rows come whole, with their text: scores are computed from it in
     # Python (bm25.score_rows), so nothing else of the index is read.
+    # CROSS JOIN keeps the keyword index the outer loop. Without statistics
+    # (a file under ANALYZE_FROM items) SQLite takes ``tenant = ?`` for a
+    # selective index and would run the full-text query once per row of the
+    # tenant instead (a 990-item file: 12 ms a fetch instead of 0.5).
     sql = (
         f"SELECT {corpus.columns} FROM {corpus.fts} f "
-        f"JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
+        f"CROSS JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
         f"WHERE f.{corpus.fts} MATCH ? AND {where_sql}"
     )
     if order is not None:

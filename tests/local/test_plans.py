@@ -1,0 +1,53 @@
+"""Query plans of the local engine's reads: the keyword index drives its reads, at any size."""
+
+from __future__ import annotations
+
+from typing import List
+
+from cortex_memory.contract import FetchMode, FetchRequest, MemoryMeta, MetaFilter, StoreItem
+from cortex_memory.local import LocalEngine
+
+from .conftest import EngineFactory
+
+
+def _statements(engine: LocalEngine, request: FetchRequest) -> List[str]:
+    """Every statement a fetch ran, with its values written in."""
+    seen: List[str] = []
+    with engine._session("tracing") as conn:
+        conn.set_trace_callback(seen.append)
+    try:
+        engine.fetch(request)
+    finally:
+        with engine._session("tracing") as conn:
+            conn.set_trace_callback(None)
+    return seen
+
+
+def _plan(engine: LocalEngine, sql: str) -> List[str]:
+    with engine._session("planning") as conn:
+        return [str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+
+
+def _fill(engine: LocalEngine, count: int) -> None:
+    engine.store_many(
+        StoreItem.document(f"note {n} about the {'garden' if n % 50 == 0 else 'kitchen'}",
+                           MemoryMeta(workspace=f"ws{n % 3}"))
+        for n in range(count)
+    )  # fmt: skip
+
+
+def test_a_small_file_reads_the_keyword_index_first(make_engine: EngineFactory) -> None:
+    # Under ANALYZE_FROM items there are no planner statistics: SQLite would
+    # take ``tenant = ?`` for selective and run the full-text query per row.
+    engine = make_engine(pool_size=1)
+    _fill(engine, 300)
+    for flt in (MetaFilter(), MetaFilter(workspace="ws1")):
+        request = FetchRequest("garden", FetchMode.KEYWORD, 5, flt)
+        reads = [s for s in _statements(engine, request) if " MATCH " in s and "items c" in s]
+        assert reads, "the fetch read no keyword candidates"
+        for sql in reads:
+            plan = _plan(engine, sql)
+            assert "VIRTUAL TABLE" in plan[0], plan
+        assert [h.text for h in engine.fetch(request).hits][:1] == [
+            "note 0 about the garden" if flt.workspace is None else "note 100 about the garden"
+        ]
