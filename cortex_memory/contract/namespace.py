@@ -5,133 +5,39 @@ A namespace is a path of typed segments from the root, written
 selects nodes of that tree: the node itself, optionally its ancestors
 (``inherit``) and optionally its descendants, never entering a ``service``
 sandbox below it. See contract.md §6.
+
+The segments themselves (their kinds, ids and sanitising) are
+:mod:`cortex_memory.contract.segment`; both are re-exported here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from functools import lru_cache, total_ordering
 from typing import Any, Dict, Optional, Tuple
 
 from cortex_memory.contract._coerce import (
-    enum_member,
     req_bool,
-    req_str,
     req_type,
     set_attr,
     tuple_of,
 )
-from cortex_memory.contract._enum import WireEnum, quote
+from cortex_memory.contract._enum import quote
 from cortex_memory.contract._read import get_bool, obj
-from cortex_memory.contract.limits import MAX_DEPTH, MAX_SEGMENT_ID_LEN
+from cortex_memory.contract.limits import MAX_DEPTH
+from cortex_memory.contract.segment import (
+    KIND_OF_PREFIX,
+    ORDER_OF,
+    PREFIX_OF,
+    Segment,
+    SegmentKind,
+    check_segment_id,
+    make_segment,
+)
 from cortex_memory.contract.text import trim
 from cortex_memory.errors import InvalidRequestError
 
 __all__ = ["Namespace", "Reach", "Segment", "SegmentKind", "admitted_by"]
-
-_SEGMENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_NOT_ID_CHAR = re.compile(r"[^A-Za-z0-9_-]")
-_SANITIZED_KEEP = 119  # characters kept before "-" + 8 hex digits (128 in all)
-
-
-class SegmentKind(WireEnum):
-    """The type of a namespace segment; the value is the wire string.
-
-    ``prefix`` is what the path uses (``ws`` for a workspace). Open to additions.
-    """
-
-    AGENT = "agent"
-    TEAM = "team"
-    USER = "user"
-    WORKSPACE = "workspace"
-    PROJECT = "project"
-    SOURCE = "source"
-    SERVICE = "service"
-
-    @property
-    def prefix(self) -> str:
-        """The path prefix: the wire string, except ``ws`` for a workspace."""
-        return _PREFIX_OF[self]
-
-    @property
-    def order(self) -> int:
-        """Declaration position, used to order namespaces."""
-        return _ORDER_OF[self]
-
-    @classmethod
-    def from_prefix(cls, prefix: str) -> Optional[SegmentKind]:
-        """The kind written with ``prefix`` in a path (case-sensitive), or ``None``."""
-        return _KIND_OF_PREFIX.get(prefix)
-
-
-_PREFIX_OF: Dict[SegmentKind, str] = {kind: kind.value for kind in SegmentKind}
-_PREFIX_OF[SegmentKind.WORKSPACE] = "ws"
-_KIND_OF_PREFIX: Dict[str, SegmentKind] = {p: k for k, p in _PREFIX_OF.items()}
-_ORDER_OF: Dict[SegmentKind, int] = {kind: i for i, kind in enumerate(SegmentKind)}
-
-
-def _fnv1a32(data: bytes) -> int:
-    h = 0x811C9DC5
-    for byte in data:
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
-def _check_id(segment_id: str) -> None:
-    if _SEGMENT_ID.fullmatch(segment_id) is None:
-        raise InvalidRequestError(
-            f"invalid namespace id {quote(segment_id)}: use 1 to {MAX_SEGMENT_ID_LEN} "
-            "characters of A-Z, a-z, 0-9, _ and -"
-        )
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One step of a namespace path: a kind and an id (``agent:writer``).
-
-    The id must be 1..=128 characters of ``[A-Za-z0-9_-]``; a bad id is
-    ``InvalidRequestError``. :meth:`sanitized` turns any text into a valid id.
-    """
-
-    kind: SegmentKind
-    id: str
-
-    def __post_init__(self) -> None:
-        set_attr(self, "kind", enum_member(self, "kind", SegmentKind, self.kind))
-        req_str(self, "id", self.id)
-        _check_id(self.id)
-
-    def __str__(self) -> str:
-        return f"{_PREFIX_OF[self.kind]}:{self.id}"
-
-    @classmethod
-    def sanitized(cls, kind: SegmentKind, raw: str) -> Segment:
-        """A segment whose id is ``raw`` made valid; never fails.
-
-        A valid ``raw`` is kept; ``""`` becomes ``_``; otherwise every character
-        outside the charset becomes ``-``, the first 119 are kept, and ``-`` plus
-        the 32-bit FNV-1a of the raw UTF-8 bytes (8 hex digits) is appended, so
-        distinct inputs stay distinct.
-        """
-        req_str(cls, "raw", raw)
-        if not raw:
-            return _make_segment(enum_member(cls, "kind", SegmentKind, kind), "_")
-        if _SEGMENT_ID.fullmatch(raw) is not None:
-            return _make_segment(enum_member(cls, "kind", SegmentKind, kind), raw)
-        mapped = _NOT_ID_CHAR.sub("-", raw)[:_SANITIZED_KEEP]
-        digest = _fnv1a32(raw.encode("utf-8", "surrogatepass"))
-        return _make_segment(
-            enum_member(cls, "kind", SegmentKind, kind), f"{mapped}-{digest:08x}"
-        )
-
-
-def _make_segment(kind: SegmentKind, segment_id: str) -> Segment:
-    # The id is known valid: skip __post_init__'s checks.
-    segment = object.__new__(Segment)
-    set_attr(segment, "kind", kind)
-    set_attr(segment, "id", segment_id)
-    return segment
 
 
 @total_ordering
@@ -239,7 +145,7 @@ class Namespace:
 
     def sort_key(self) -> Tuple[Tuple[int, str], ...]:
         """Key ordering namespaces: per segment the kind's position, then the id."""
-        return tuple((_ORDER_OF[s.kind], s.id) for s in self.segments)
+        return tuple((ORDER_OF[s.kind], s.id) for s in self.segments)
 
     # -- dunder -------------------------------------------------------------
 
@@ -277,7 +183,7 @@ class Namespace:
 def _finish(ns: Namespace) -> None:
     """Set the cached path and the deepest service index."""
     segments = ns.segments
-    set_attr(ns, "_path", "/".join(f"{_PREFIX_OF[s.kind]}:{s.id}" for s in segments))
+    set_attr(ns, "_path", "/".join(f"{PREFIX_OF[s.kind]}:{s.id}" for s in segments))
     last = -1
     for i, segment in enumerate(segments):
         if segment.kind is SegmentKind.SERVICE:
@@ -312,11 +218,11 @@ def _parse(text: str) -> Namespace:
             raise InvalidRequestError(
                 f"invalid namespace segment {quote(part)}: expected kind:id"
             )
-        kind = _KIND_OF_PREFIX.get(prefix)
+        kind = KIND_OF_PREFIX.get(prefix)
         if kind is None:
             raise InvalidRequestError(f"unknown namespace segment kind {quote(prefix)}")
-        _check_id(segment_id)
-        segments.append(_make_segment(kind, segment_id))
+        check_segment_id(segment_id)
+        segments.append(make_segment(kind, segment_id))
     return _from_segments(tuple(segments))
 
 

@@ -29,20 +29,23 @@ buckets; two texts are close when they share spellings. It finds
 ``planning`` for ``plan`` and survives typos, but it does not know that
 ``car`` and ``automobile`` mean the same thing. For meaning, install
 ``cortex-memory[semantic]`` and use :func:`cortex_memory.local.semantic.static_embedder`.
+
+How vectors are packed into bytes and compared, and the n-gram embedder's
+packed integer counts, are :mod:`cortex_memory.local.packing` (``pack``,
+``unpack`` and ``cosine`` are re-exported here).
 """
 
 from __future__ import annotations
 
 import importlib
 import math
-import zlib
 from array import array
-from functools import lru_cache
 from itertools import filterfalse
 from operator import mul
 from typing import Dict, List, Protocol, Sequence, Tuple, runtime_checkable
 
 from cortex_memory.errors import ConfigError, EngineError
+from cortex_memory.local.packing import cosine, pack, unpack, unpack_counts, word_packed
 from cortex_memory.local.text import STOPWORDS, strip_labels, words_of
 
 __all__ = [
@@ -90,48 +93,8 @@ class Embedder(Protocol):
 
 _STOPWORD = STOPWORDS.__contains__
 
-# A word's vector is kept as one integer holding its signed trigram counts,
-# one 32-bit field per bucket (see :func:`_word_packed`).
-_FIELD_BITS = 32
 #: Words an embedder remembers the packed vector of (then it starts afresh).
 _WORD_CACHE = 100_000
-
-
-def _word_packed(word: str, dims: int) -> int:
-    """``Σ count(b) · 2**(32·b)`` over the buckets of the trigrams of ``" word "``.
-
-    Summing these integers over a text's words sums every bucket at once
-    (the sum is exact, since Python integers have any length), so embedding
-    a text is one big-integer addition per word instead of a Python loop
-    over its trigrams; :func:`_unpack_counts` reads the buckets back.
-    """
-    padded = f" {word} ".encode("utf-8", "surrogatepass")
-    total = 0
-    # Trigrams of the UTF-8 bytes: a stable hash (CRC-32) of each window;
-    # its top bit is the sign, the rest picks the bucket.
-    for i in range(len(padded) - 2):
-        h = zlib.crc32(padded[i : i + 3])
-        field = 1 << (_FIELD_BITS * (h % dims))
-        total += field if h & 0x80000000 else -field
-    return total
-
-
-@lru_cache(maxsize=64)
-def _offset(dims: int) -> int:
-    # 2**31 in every field. A text's counts are far inside ±2**31, so adding
-    # this makes every field non-negative: the sum is then its plain base
-    # 2**32 form, and XOR-ing the offset back out leaves each field as the
-    # signed 32-bit two's-complement count.
-    return sum((1 << 31) << (_FIELD_BITS * b) for b in range(dims))
-
-
-def _unpack_counts(total: int, dims: int) -> array[int]:
-    offset = _offset(dims)
-    fields = array("i")
-    fields.frombytes(((total + offset) ^ offset).to_bytes(dims * _FIELD_BITS // 8, "little"))
-    if _BIG_ENDIAN:  # pragma: no cover - see pack()
-        fields.byteswap()
-    return fields
 
 
 class NgramEmbedder:
@@ -196,9 +159,9 @@ class NgramEmbedder:
                 for word in kept:
                     packed = cache.get(word)
                     if packed is None:
-                        packed = cache[word] = _word_packed(word, dims)
+                        packed = cache[word] = word_packed(word, dims)
                     total += packed
-            out.append(_unpack_counts(total, dims))
+            out.append(unpack_counts(total, dims))
         return out
 
     def similarities(self, query: Sequence[float], texts: Sequence[str]) -> List[float]:
@@ -298,48 +261,6 @@ def check_embedder(embedder: object) -> Embedder:
     stores_vectors(embedder)
     return embedder
 
-
-def pack(vector: Sequence[float], dimension: int) -> bytes:
-    """``vector`` as little-endian float32 bytes (searches divide by its length).
-
-    A vector of the wrong length, or holding a value that is not a finite
-    number, is the embedder's fault: ``EngineError``. A zero vector (a text
-    with no words) is kept as zeros; it is similar to nothing.
-    """
-    if len(vector) != dimension:
-        raise EngineError(
-            f"the embedder returned a vector of {len(vector)} values; its dimension is {dimension}"
-        )
-    try:
-        packed = array("f", vector)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise EngineError("the embedder returned a value that is not a number") from exc
-    if not math.isfinite(sum(packed)):
-        raise EngineError("the embedder returned a value that is not a finite number")
-    if _BIG_ENDIAN:  # pragma: no cover - every supported CI machine is little-endian
-        packed.byteswap()
-    return packed.tobytes()
-
-
-def unpack(blob: bytes) -> array[float]:
-    """The float32 values of a stored vector."""
-    values = array("f")
-    values.frombytes(blob)
-    if _BIG_ENDIAN:  # pragma: no cover - see pack()
-        values.byteswap()
-    return values
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """The cosine of two vectors of one length; 0.0 when either is all zeros."""
-    dot = sum(map(mul, a, b))
-    if not dot:
-        return 0.0
-    size = math.sqrt(sum(map(mul, a, a)) * sum(map(mul, b, b)))
-    return dot / size if size else 0.0
-
-
-_BIG_ENDIAN = array("H", [1]).tobytes() == b"\x00\x01"
 
 
 def embedding_text(text: str) -> str:

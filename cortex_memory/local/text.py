@@ -12,14 +12,11 @@ module mirrors the index's tokenizer (``porter unicode61 remove_diacritics 2``):
 - **Stop words**: common English function words. A query leaves them out when
   it has any other word (``"what is it"`` keeps all three); the index keeps
   every word, so nothing stored is ever unfindable.
-- **CJK**: Han ideographs, kana, hangul and the CJK symbol, punctuation and
-  compatibility blocks (:data:`CJK_RANGES`) are written without spaces between
-  words, so the index cannot find word boundaries in them: every such
-  character is a word of its own. The keyword index reads CJK text with a
-  space around each of those characters (:func:`index_text`), and a query's
-  run of them becomes a phrase of its characters (:func:`query_phrases`), so
-  ``公园`` finds ``我们去公园玩``. They are kept as written (no case, no
-  diacritics removed: the index keeps ``が``).
+- **CJK**: every character of :data:`CJK_RANGES` is a word of its own, and
+  a query's run of them becomes a phrase of its characters
+  (:func:`query_phrases`). Which characters those are, and how the keyword
+  index is made to read them so, is :mod:`cortex_memory.local.cjk`; its
+  names are re-exported here.
 - **Sentences**: prose split at ``.``, ``!`` or ``?`` followed by white space
   and at line breaks; recall and consolidation quote them.
 """
@@ -27,12 +24,23 @@ module mirrors the index's tokenizer (``porter unicode61 remove_diacritics 2``):
 from __future__ import annotations
 
 import re
-import sys
 import unicodedata
 from functools import lru_cache
 from itertools import filterfalse
-from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Sequence, Tuple
 
+from cortex_memory.local.cjk import (
+    CJK_RANGES,
+    CJK_RUN,
+    cjk_count,
+    cjk_pairs,
+    cjk_pieces,
+    cjk_words,
+    has_cjk,
+    index_chunks,
+    index_size,
+    index_text,
+)
 from cortex_memory.local.porter import stem
 
 __all__ = [
@@ -76,30 +84,6 @@ _SENTENCE_END = re.compile(
     r"|(?<=[\u3002\uff01\uff1f\uff61][\u300d\u300f\uff09\u201d\u2019\u3009\u300b\u3011])\s*"
 )
 _SPACES = re.compile(r"\s+")
-
-#: The code point blocks whose characters are words of their own (first, last),
-#: from the Unicode character database's Blocks.txt.
-CJK_RANGES: Tuple[Tuple[int, int], ...] = (
-    (0x1100, 0x11FF),  # Hangul Jamo
-    (0x2E80, 0x2FDF),  # CJK Radicals Supplement, Kangxi Radicals
-    (0x2FF0, 0x2FFF),  # Ideographic Description Characters
-    (0x3000, 0x303F),  # CJK Symbols and Punctuation
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x3100, 0x31FF),  # Bopomofo, Hangul Compatibility Jamo, Kanbun, CJK Strokes, ...
-    (0x3200, 0x33FF),  # Enclosed CJK Letters and Months, CJK Compatibility
-    (0x3400, 0x4DBF),  # CJK Unified Ideographs Extension A
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0xA960, 0xA97F),  # Hangul Jamo Extended-A
-    (0xAC00, 0xD7FF),  # Hangul Syllables, Hangul Jamo Extended-B
-    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
-    (0xFE30, 0xFE4F),  # CJK Compatibility Forms
-    (0xFF65, 0xFFDC),  # Halfwidth Katakana and Hangul (not the fullwidth Latin forms)
-    (0x1B000, 0x1B16F),  # Kana Supplement, Kana Extended-A, Small Kana Extension
-    (0x20000, 0x323AF),  # CJK Unified Ideographs Extensions B-H, Compatibility Supplement
-)
-_CJK_RUN = re.compile(
-    "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in CJK_RANGES) + "]+"
-)
 #: A query's run of CJK characters longer than this is read as a sentence: its
 #: overlapping character pairs are phrases of their own (see query_phrases).
 PHRASE_CHARS = 4
@@ -152,107 +136,17 @@ _ASCII_WORDS = bytes(
     ord(chr(c).lower()) if c < 128 and chr(c).isalnum() else ord(" ") for c in range(256)
 )
 
-
-def has_cjk(text: str) -> bool:
-    """True when ``text`` holds a character of :data:`CJK_RANGES`."""
-    return not text.isascii() and _CJK_RUN.search(text) is not None
-
-
-def cjk_pairs(text: str) -> FrozenSet[str]:
-    """The pairs of neighbouring CJK letters or digits in ``text`` (what a CJK phrase
-    is made of; punctuation, like ``。``, is no part of one)."""
-    if text.isascii():
-        return frozenset()
-    pairs = set()
-    for match in _CJK_RUN.finditer(text):
-        run = match.group()
-        for i in range(len(run) - 1):
-            if run[i].isalnum() and run[i + 1].isalnum():
-                pairs.add(run[i : i + 2])
-    return frozenset(pairs)
-
-
-def cjk_count(text: str) -> int:
-    """How many characters of ``text`` are in :data:`CJK_RANGES`."""
-    if text.isascii():
-        return 0
-    return sum(run.end() - run.start() for run in _CJK_RUN.finditer(text))
-
-
-def _pieces(lowered: str) -> Iterator[Tuple[bool, str]]:
-    """``(cjk, piece)``: the runs of CJK characters and what lies between them."""
-    at = 0
-    for run in _CJK_RUN.finditer(lowered):
-        if run.start() > at:
-            yield False, lowered[at : run.start()]
-        yield True, run.group()
-        at = run.end()
-    if at < len(lowered):
-        yield False, lowered[at:]
-
-
-def _cjk_words(run: str) -> List[str]:
-    # Each letter or digit of the run (its punctuation separates), interned:
-    # a long CJK text repeats a few thousand characters millions of times.
-    return list(map(sys.intern, _WORD_CHAR.findall(run)))
-
-
-_WORD_CHAR = re.compile(r"[^\W_]")
-
-
 def _split(text: str) -> Tuple[str, ...]:
     if text.isascii():
         return tuple(text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split())
     lowered = text.lower()
-    if _CJK_RUN.search(lowered) is None:
+    if CJK_RUN.search(lowered) is None:
         return tuple(_WORD.findall(_strip_marks(lowered)))
     words: List[str] = []
-    for cjk, piece in _pieces(lowered):
-        words.extend(_cjk_words(piece) if cjk else _WORD.findall(_strip_marks(piece)))
+    for cjk, piece in cjk_pieces(lowered):
+        words.extend(cjk_words(piece) if cjk else _WORD.findall(_strip_marks(piece)))
     return tuple(words)
 
-
-def _spaced(run: re.Match[str]) -> str:
-    return " " + " ".join(run.group()) + " "
-
-
-def index_text(text: str) -> Optional[str]:
-    """What the keyword index reads for ``text``: None when it is ``text`` itself
-    (no CJK character), else ``text`` with a space around each CJK character.
-
-    The index's tokenizer then makes each of them a token, as :func:`words_of`
-    does; the stored text is never changed.
-    """
-    if text.isascii() or _CJK_RUN.search(text) is None:
-        return None
-    return _CJK_RUN.sub(_spaced, text)
-
-
-#: Characters of a long text segmented at once by :func:`index_chunks`.
-_INDEX_CHUNK = 1 << 18
-
-
-def index_chunks(text: str) -> Iterator[bytes]:
-    """:func:`index_text` of a text with CJK, as UTF-8 pieces (a long text is
-    never copied whole as a ``str``).
-
-    A piece may end inside a run of CJK characters: each of them has its
-    spaces around it either way.
-    """
-    for start in range(0, len(text), _INDEX_CHUNK):
-        yield _CJK_RUN.sub(_spaced, text[start : start + _INDEX_CHUNK]).encode("utf-8")
-
-
-def index_size(text: str) -> int:
-    """The UTF-8 size of everything :func:`index_chunks` yields, computed without
-    building it (each run of CJK characters gets one space more than it has
-    characters)."""
-    total = 0
-    for start in range(0, len(text), _INDEX_CHUNK):
-        piece = text[start : start + _INDEX_CHUNK]
-        runs = _CJK_RUN.findall(piece)
-        total += len(piece.encode("utf-8")) + sum(map(len, runs)) + len(runs)
-    return total
 
 
 @lru_cache(maxsize=2048)
@@ -322,11 +216,11 @@ def _query_phrases(text: str) -> Tuple[Tuple[str, ...], ...]:
     if not has_cjk(text):
         return tuple((word,) for word in _query_words(text))
     phrases: List[Tuple[str, ...]] = []
-    for cjk, piece in _pieces(text.lower()):
+    for cjk, piece in cjk_pieces(text.lower()):
         if not cjk:
             phrases.extend((word,) for word in _WORD.findall(_strip_marks(piece)))
         else:
-            chars = _cjk_words(piece)
+            chars = cjk_words(piece)
             if chars:
                 phrases.extend(_run_phrases(chars))
     return tuple(dict.fromkeys(phrases))[:MAX_QUERY_WORDS]

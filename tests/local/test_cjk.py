@@ -29,7 +29,7 @@ from cortex_memory.contract import (
     RecallRequest,
     StoreItem,
 )
-from cortex_memory.local import LocalEngine, text
+from cortex_memory.local import LocalEngine, cjk
 from cortex_memory.local.schema import TOKENIZER, fts5_available
 from cortex_memory.local.store import LONG_TEXT
 from cortex_memory.local.text import index_chunks, index_size, index_text, query_phrases, words_of
@@ -201,7 +201,7 @@ def test_query_phrases() -> None:
 
 
 def test_long_texts_are_spaced_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(text, "_INDEX_CHUNK", 7)
+    monkeypatch.setattr(cjk, "_INDEX_CHUNK", 7)
     value = "abc 公园野餐很好玩 and 서울에서 Café 々〇 end"
     pieces = b"".join(index_chunks(value)).decode("utf-8")
     assert len(pieces.encode("utf-8")) == index_size(value)
