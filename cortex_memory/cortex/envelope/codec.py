@@ -18,7 +18,7 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from cortex_memory.contract.jsonfmt import c_dumps, dumps
 from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
-from cortex_memory.cortex.envelope.envelope import Envelope, parse_envelope
+from cortex_memory.cortex.envelope.envelope import Envelope, parse_scanned
 from cortex_memory.cortex.envelope.labels import (
     WORKSPACE_TAG,
     lookup_labels,
@@ -194,7 +194,7 @@ def decode(text: str) -> Optional[Envelope]:
 
 
 def _v2(text: str) -> Optional[Envelope]:
-    env = parse_envelope(_load(text))
+    env = parse_scanned(_load(text))
     if env is None or env.v != 2:
         return None
     return env
@@ -247,7 +247,7 @@ def _v3(joined: str, text: str) -> Optional[Envelope]:
         value, end = _load(joined), len(joined)
     if end != len(joined):
         value = _load(joined)
-    env = parse_envelope(value, text=text)
+    env = parse_scanned(value, text=text)
     if env is None or env.v != 3:
         return None
     return env
@@ -329,7 +329,7 @@ def _one_part(label: str, text: str) -> Optional[Envelope]:
         return _v3(label[_FIRST_PART_LEN:], text)
     if end != len(label):
         return _v3(label[_FIRST_PART_LEN:], text)
-    env = parse_envelope(value, text=text)
+    env = parse_scanned(value, text=text)
     if env is None or env.v != 3:
         return None
     return env

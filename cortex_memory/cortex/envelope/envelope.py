@@ -10,6 +10,7 @@ bytes matter (§7.12) and only the contract's ``jsonfmt.dumps`` writes it.
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple, TypeVar
@@ -25,6 +26,7 @@ __all__ = [
     "Envelope",
     "TurnInfo",
     "parse_envelope",
+    "parse_scanned",
 ]
 
 _E = TypeVar("_E")
@@ -182,14 +184,30 @@ def parse_envelope(value: object, *, text: Optional[str] = None) -> Optional[Env
     text is the event's own). The caller checks ``v``.
     """
     try:
-        return _parse(value, text)
+        return _parse(value, text, False)
     except (_NotOurs, Error, TypeError, ValueError):
         # Error: the contract's readers (meta, timestamps, enums); TypeError and
         # ValueError: a contract constructor refusing a value that slipped through.
         return None
 
 
-def _parse(value: object, text: Optional[str]) -> Envelope:
+def parse_scanned(value: object, *, text: Optional[str] = None) -> Optional[Envelope]:
+    """:func:`parse_envelope` of a value the caller has just parsed and holds alone.
+
+    Gives what ``parse_envelope`` gives. The decoder reads its events through this:
+    a meta equal to the one the thread read last (a conversation's turns and a
+    document's pieces carry one meta, and a listing holds them in a row) is that
+    meta again, without reading it anew (see :class:`_LastMeta`). The value is
+    kept for that comparison until the thread's next read, so nobody else may
+    hold (and change) it.
+    """
+    try:
+        return _parse(value, text, True)
+    except (_NotOurs, Error, TypeError, ValueError):
+        return None
+
+
+def _parse(value: object, text: Optional[str], scanned: bool) -> Envelope:
     # Runs for every listed event: the member checks are written out rather than
     # made through one helper call each. A value of the wrong type is "not ours".
     if type(value) is not dict:
@@ -248,7 +266,7 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
     found["id"] = item_id
     found["kind"] = kind
     found["text"] = own_text if text is None else text
-    found["meta"] = _meta(get("meta"))
+    found["meta"] = _meta(get("meta"), scanned)
     if ws is not None:
         found["ws"] = ws
     if fp is not None:
@@ -274,20 +292,51 @@ def _parse(value: object, text: Optional[str]) -> Envelope:
     return env
 
 
-def _meta(value: object) -> MemoryMeta:
+class _LastMeta(threading.local):
+    """The meta a thread read last through :func:`parse_scanned`: its JSON and its value.
+
+    A meta's JSON that equals (``==``) the JSON kept here reads as the meta kept:
+    ``common_meta`` read the kept JSON, and every member it reads is a string, a
+    list of strings or an object of strings, which equal only the same strings
+    (JSON's other values never equal a string), so an equal JSON holds the same
+    members and is read the same (the members it ignores may differ: ignored both
+    times). A meta with ``derive`` (a boolean, which equals 1 and 1.0) is not
+    kept, nor one the full read had to read. One per thread: threads share nothing.
+    """
+
+    raw: Optional[Dict[str, Any]] = None
+    meta: MemoryMeta = _DEFAULT_META
+
+
+_LAST_META = _LastMeta()
+
+
+def _meta(value: object, scanned: bool = False) -> MemoryMeta:
     """The wire meta, reading ``observed_at`` truncated to microseconds when it must be.
 
     The contract refuses non-zero sub-microsecond digits (right for user input, which
     must round-trip), but other writers of the log (TinyMemory, in Rust) may keep
     nanoseconds; such an event is still ours. The strict read runs first, so the
-    common case parses each time once.
+    common case parses each time once. ``scanned``: the value is the caller's alone
+    (:func:`parse_scanned`): the thread's last meta may answer (:class:`_LastMeta`).
     """
     o = _obj(value)
     if not o:
         return _DEFAULT_META
-    quick = common_meta(o)
-    if quick is not None:
-        return quick
+    if scanned:
+        last = _LAST_META
+        if o == last.raw:
+            return last.meta
+        quick = common_meta(o)
+        if quick is not None:
+            if "derive" not in o:
+                last.raw = o
+                last.meta = quick
+            return quick
+    else:
+        quick = common_meta(o)
+        if quick is not None:
+            return quick
     try:
         return MemoryMeta._read(o)  # common_meta said None: the full read, once
     except Error:

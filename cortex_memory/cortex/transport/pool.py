@@ -14,7 +14,8 @@ ways, both inside ``request()``:
   write. The bytes on the wire are the same.
 
 A connection is also attached to the watchdog when it connects, so a stalled
-TLS handshake or proxy ``CONNECT`` ends with the exchange too.
+TLS handshake or proxy ``CONNECT`` ends with the exchange too. Its responses read
+their head without the e-mail parser (:mod:`.head`).
 
 With a proxy the manager is a ``urllib3.ProxyManager`` (``CONNECT`` tunnels for
 ``https`` endpoints, forwarding for ``http`` ones; :mod:`.proxy`), with the same
@@ -121,11 +122,13 @@ def _define_pool_classes() -> Dict[str, Any]:
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+    from cortex_memory.cortex.transport.head import HeadResponse
+
     class WatchedHTTPConnection(_JoinedWrites, HTTPConnection):
-        pass
+        response_class = HeadResponse
 
     class WatchedHTTPSConnection(_JoinedWrites, HTTPSConnection):
-        pass
+        response_class = HeadResponse
 
     class WatchedHTTPPool(HTTPConnectionPool):
         ConnectionCls = WatchedHTTPConnection
