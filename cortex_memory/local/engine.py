@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import logging
 import sqlite3
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from cortex_memory.contract import (
     BeliefsRequest,
@@ -55,7 +55,7 @@ from cortex_memory.contract.engine import MemoryEngine
 from cortex_memory.contract.replacing import ReplaceBatch
 from cortex_memory.errors import Error, UnavailableError
 from cortex_memory.local import consolidate as beliefs_layer
-from cortex_memory.local import reads, writes
+from cortex_memory.local import reads, single, writes
 from cortex_memory.local.bounded import where as bounded_where
 from cortex_memory.local.connections import sqlite_errors
 from cortex_memory.local.corpus import BELIEFS, ITEMS
@@ -63,6 +63,7 @@ from cortex_memory.local.explore import explore as explore_sql
 from cortex_memory.local.recall import answer
 from cortex_memory.local.replies import replies
 from cortex_memory.local.sessions import EngineSessions, refresh_statistics_quietly
+from cortex_memory.local.store import Prepared
 
 __all__ = ["LOCAL_BATCH", "LOCAL_ENGINE_ID", "LocalEngine", "local_descriptor"]
 
@@ -161,7 +162,23 @@ class LocalEngine(EngineSessions, MemoryEngine):
             raise TypeError(f"store takes a StoreItem, not {type(item).__name__}")
         _check_wait(wait)
         batch = validate_each((item,))
-        return self._write_batch(batch, replace, Deadline.of(deadline))[0]
+        bound = Deadline.of(deadline)
+        if replace or bound.bounded:
+            return self._write_batch(batch, replace, bound)[0]
+        # The common case (a script's or a GUI's note) takes the shortest way:
+        # no replace rules, no deadline to watch, one item (see local/single.py).
+        with sqlite_errors("storing items"):
+            prepared = self._vectors.prepare(batch)
+            with self._pool.connection() as conn:
+                self._ensure_ready(conn)
+                receipt = single.store_one(
+                    conn, self._tenant, prepared[0], fts=self._fts, model=self._vectors.model
+                )
+                if receipt is not None:
+                    if not receipt.replayed and self._count_writes(1):
+                        refresh_statistics_quietly(conn)
+                    return receipt
+        return self._write_batch(batch, replace, bound, prepared)[0]
 
     _store_batch_size = LOCAL_BATCH
 
@@ -175,14 +192,20 @@ class LocalEngine(EngineSessions, MemoryEngine):
         return lambda batch: self._write_batch(batch, replace, deadline)
 
     def _write_batch(
-        self, batch: Tuple[StoreItem, ...], replace: bool, deadline: Deadline
+        self,
+        batch: Tuple[StoreItem, ...],
+        replace: bool,
+        deadline: Deadline,
+        prepared: Optional[List[Prepared]] = None,
     ) -> List[StoreReceipt]:
-        """Write one validated batch in one transaction (see :func:`writes.store_batch`)."""
+        """Write one validated batch in one transaction (see :func:`writes.store_batch`);
+        ``prepared``: the batch already prepared."""
         replacing = ReplaceBatch.of(batch) if replace else None
         if deadline.bounded:  # before the embedder's work, which nothing interrupts
             deadline.check(bounded_where("storing items"))
-        with sqlite_errors("storing items"):
-            prepared = self._vectors.prepare(batch)
+        if prepared is None:
+            with sqlite_errors("storing items"):
+                prepared = self._vectors.prepare(batch)
         kept: List[StoreReceipt] = []
         try:
             with self._session("storing items", deadline) as conn:

@@ -21,7 +21,8 @@ from cortex_memory.contract import (
     Turn,
     TurnRange,
 )
-from cortex_memory.local import LocalEngine, single
+from cortex_memory.local import LocalEngine, sessions, single
+from cortex_memory.local import engine as engine_module
 from cortex_memory.local.store import LONG_TEXT, prepare
 
 from .conftest import EngineFactory
@@ -145,3 +146,16 @@ def test_a_failure_rolls_back_everything(mem: LocalEngine) -> None:
         assert conn.execute("SELECT count(*) FROM items").fetchone() == (0,)
         assert single.store_one(conn, "default", item, fts=True, model=None) is not None
         conn.execute("DROP TRIGGER refuse")
+
+
+def test_single_stores_count_towards_the_statistics_refresh(
+    mem: LocalEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: List[object] = []
+    monkeypatch.setattr(sessions, "STATS_EVERY", 3)
+    monkeypatch.setattr(engine_module, "refresh_statistics_quietly", calls.append)
+    item = StoreItem.document("counted once")
+    for n in range(7):
+        mem.store(StoreItem.document(f"note {n}"))
+        mem.store(item)  # replays count for nothing
+    assert len(calls) == 2  # 8 new items, a check every 3
