@@ -10,7 +10,7 @@ from typing import ClassVar, Tuple
 
 from cortex_memory.contract._wire import BOOL, TEXT, TEXTS, Shape, Wire
 
-__all__ = ["ItemId", "StoreReceipt"]
+__all__ = ["ItemId", "StoreReceipt", "receipt"]
 
 #: An item id: the 40-hex fingerprint, a bare JSON string on the wire.
 ItemId = str
@@ -42,3 +42,23 @@ class StoreReceipt(Wire):
             and not self.replaced
         ):
             super().__post_init__()
+
+
+def receipt(item_id: ItemId, replayed: bool) -> StoreReceipt:
+    """``StoreReceipt(item_id, replayed)``, built without the dataclass's machinery
+    when the id is a ``str`` and ``replayed`` a ``bool``.
+
+    Engines answer every stored item with one; for those exact types the
+    checks of :meth:`StoreReceipt.__post_init__` can neither fail nor change a
+    field, so the two fields are set directly (``replaced`` keeps the class's
+    default, an empty tuple, which equality, hashing, ``repr`` and
+    ``dataclasses.replace`` read as an attribute). Any other value goes
+    through the constructor and its checks.
+    """
+    if type(item_id) is not str or type(replayed) is not bool:
+        return StoreReceipt(item_id, replayed)
+    out: StoreReceipt = object.__new__(StoreReceipt)
+    fields = out.__dict__
+    fields["id"] = item_id
+    fields["replayed"] = replayed
+    return out

@@ -176,7 +176,12 @@ class ConnectionPool:
     def __init__(self, opener: Callable[[], sqlite3.Connection], size: int) -> None:
         self._opener = opener
         self._size = size
-        self._cond = threading.Condition(threading.Lock())
+        # Every call borrows and returns a connection, so the common path takes
+        # the plain lock (entered in C) and signals the condition only when a
+        # caller waits on it (``_waiting``); Condition's own methods are Python.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0
         self._idle: List[sqlite3.Connection] = []
         self._count = 0
         self._closed = False
@@ -184,7 +189,7 @@ class ConnectionPool:
     @property
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
-        with self._cond:
+        with self._lock:
             return self._closed
 
     def connection(self, deadline: Optional[Deadline] = None) -> _Lease:
@@ -195,7 +200,7 @@ class ConnectionPool:
         return _Lease(self, deadline)
 
     def _acquire(self, deadline: Optional[Deadline]) -> sqlite3.Connection:
-        with self._cond:
+        with self._lock:
             while True:
                 if self._closed:
                     raise EngineError("the local engine is closed")
@@ -207,30 +212,36 @@ class ConnectionPool:
                 left = None if deadline is None else deadline.remaining()
                 if deadline is not None and left is not None and left <= 0:
                     raise deadline.error("the local engine while waiting for a free connection")
-                self._cond.wait(left)
+                self._waiting += 1
+                try:
+                    self._cond.wait(left)
+                finally:
+                    self._waiting -= 1
         # Open outside the lock: it touches the file system.
         try:
             return self._opener()
         except BaseException:
-            with self._cond:
+            with self._lock:
                 self._count -= 1
-                self._cond.notify()
+                if self._waiting:
+                    self._cond.notify()
             raise
 
     def _release(self, conn: sqlite3.Connection) -> None:
         if conn.in_transaction:
             rollback(conn)  # a call that failed half-way never leaks its transaction
-        with self._cond:
+        with self._lock:
             if not self._closed:
                 self._idle.append(conn)
-                self._cond.notify()
+                if self._waiting:
+                    self._cond.notify()
                 return
             self._count -= 1
         conn.close()
 
     def close(self) -> None:
         """Close idle connections now and the others when they come back."""
-        with self._cond:
+        with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
             self._count -= len(idle)

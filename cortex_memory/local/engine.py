@@ -48,7 +48,6 @@ from cortex_memory.contract import (
     StoreReceipt,
     WaitFor,
     forget_within_ids,
-    validate_each,
 )
 from cortex_memory.contract.bulk import BatchStore
 from cortex_memory.contract.engine import MemoryEngine
@@ -74,6 +73,9 @@ LOCAL_BATCH = 500
 
 #: The registry id of the local engine.
 LOCAL_ENGINE_ID = "local"
+
+#: The error mapping of one-item stores (it holds no state: one serves every call).
+_STORING = sqlite_errors("storing items")
 
 _DESCRIPTOR = EngineDescriptor(
     id=LOCAL_ENGINE_ID,
@@ -160,14 +162,17 @@ class LocalEngine(EngineSessions, MemoryEngine):
         """
         if not isinstance(item, StoreItem):
             raise TypeError(f"store takes a StoreItem, not {type(item).__name__}")
-        _check_wait(wait)
-        batch = validate_each((item,))
-        bound = Deadline.of(deadline)
-        if replace or bound.bounded:
-            return self._write_batch(batch, replace, bound)[0]
+        if wait is not WaitFor.VISIBLE:
+            _check_wait(wait)
+        item.validate()
+        batch = (item,)
+        if replace or deadline is not None:
+            bound = Deadline.of(deadline)
+            if replace or bound.bounded:
+                return self._write_batch(batch, replace, bound)[0]
         # The common case (a script's or a GUI's note) takes the shortest way:
         # no replace rules, no deadline to watch, one item (see local/single.py).
-        with sqlite_errors("storing items"):
+        with _STORING:
             prepared = self._vectors.prepare(batch)
             with self._pool.connection() as conn:
                 self._ensure_ready(conn)
@@ -178,7 +183,7 @@ class LocalEngine(EngineSessions, MemoryEngine):
                     if not receipt.replayed and self._count_writes(1):
                         refresh_statistics_quietly(conn)
                     return receipt
-        return self._write_batch(batch, replace, bound, prepared)[0]
+        return self._write_batch(batch, replace, Deadline.of(deadline), prepared)[0]
 
     _store_batch_size = LOCAL_BATCH
 

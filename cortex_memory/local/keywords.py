@@ -20,7 +20,7 @@ from typing import List, Sequence, Tuple
 from cortex_memory.local.corpus import Corpus
 from cortex_memory.local.text import has_cjk, index_chunks, index_size, index_text
 
-__all__ = ["add_long", "add_short", "drop"]
+__all__ = ["add_long", "add_one", "add_short", "drop"]
 
 
 def add_short(
@@ -46,6 +46,19 @@ def add_short(
         conn.executemany(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", segmented)
     if fts:
         conn.executemany(f"INSERT INTO {corpus.fts} (rowid, text) VALUES (?, ?)", indexed)
+
+
+def add_one(
+    cursor: sqlite3.Cursor, corpus: Corpus, seq: int, text: str, *, fts: bool
+) -> None:
+    """Index one short ``(seq, text)`` row just written: :func:`add_short` of one row,
+    through the caller's cursor (a one-item store's statements share it)."""
+    spaced = index_text(text)
+    if spaced is not None:
+        cursor.execute(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", (seq, spaced))
+        text = spaced
+    if fts:
+        cursor.execute(f"INSERT INTO {corpus.fts} (rowid, text) VALUES (?, ?)", (seq, text))
 
 
 def add_long(

@@ -13,7 +13,7 @@ transaction:
    the id (``items_id``, the id compared too) the row's ``id`` is NULL, which
    ``OR IGNORE`` turns into no row: a replay. No row for any other reason
    is a defect, reported as one, never a replay;
-2. its keyword index entry (:func:`~cortex_memory.local.keywords.add_short`)
+2. its keyword index entry (:func:`~cortex_memory.local.keywords.add_one`)
    and, for an embedder that stores them, its vector;
 3. ``COMMIT``.
 
@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import Optional, Tuple
 
 from cortex_memory.contract import StoreReceipt
+from cortex_memory.contract.receipts import receipt
 from cortex_memory.errors import EngineError
 from cortex_memory.local import keywords
 from cortex_memory.local.corpus import ITEMS
@@ -76,28 +77,30 @@ def store_one(
     if len(item.text) >= LONG_TEXT or item.present[:2] != _ID_FIRST:
         return None
     values = (tenant, *item.values)
-    conn.execute("BEGIN")
+    # One cursor runs every statement (``Connection.execute`` makes one per call).
+    cursor = conn.cursor()
+    cursor.execute("BEGIN")
     try:
-        cursor = conn.execute(_insert(item.present), values)
+        cursor.execute(_insert(item.present), values)
         if cursor.rowcount != 1:
-            if conn.execute(_HELD, values[:3]).fetchone() is None:
+            if cursor.execute(_HELD, values[:3]).fetchone() is None:
                 raise EngineError(
                     "the local database did not store the item (a defect: please report it)"
                 )
-            conn.execute("COMMIT")
-            return StoreReceipt(item.id, True)
+            cursor.execute("COMMIT")
+            return receipt(item.id, True)
         seq = cursor.lastrowid
         assert seq is not None  # an INSERT that wrote a row always gives its id
-        keywords.add_short(conn, ITEMS, ((seq, item.text),), fts=fts)
+        keywords.add_one(cursor, ITEMS, seq, item.text, fts=fts)
         if model is not None and item.vector is not None:
-            conn.execute(
+            cursor.execute(
                 "INSERT INTO item_vectors (seq, model, vec) VALUES (?, ?, ?)",
                 (seq, model, item.vector),
             )
         if not fts:
             mark_fts_stale(conn)
-        conn.execute("COMMIT")
+        cursor.execute("COMMIT")
     except BaseException:
         rollback(conn)
         raise
-    return StoreReceipt(item.id, False)
+    return receipt(item.id, False)

@@ -29,6 +29,7 @@ from cortex_memory.contract import (
     redacted_id,
     same_id,
 )
+from cortex_memory.contract.receipts import receipt
 from cortex_memory.contract.replacing import FILE_PATH, ReplaceBatch, VersionKey
 from cortex_memory.local.connections import LARGE_WRITE_CHARS, small_cache, write_transaction
 from cortex_memory.local.rows import HIT_FROM, kind_of, meta_of
@@ -80,7 +81,7 @@ def _fresh(
     fresh: List[Prepared] = []
     for item in batch:
         replay = item.id in held  # held before, or an earlier copy in this batch
-        receipts.append(StoreReceipt(item.id, replay))
+        receipts.append(receipt(item.id, replay))
         if not replay:
             held.add(item.id)
             fresh.append(item)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import copy
+import dataclasses
 import pickle
 from typing import Any, Iterator, List, Optional, Tuple
 
@@ -46,6 +47,7 @@ from cortex_memory.contract import (
 )
 from cortex_memory.contract.bulk import stored_one_by_one
 from cortex_memory.contract.conformance.checks_writes import past_deadline
+from cortex_memory.contract.receipts import receipt
 from cortex_memory.contract.replacing import FILE_PATH, SOURCE_ID, ReplaceBatch
 from cortex_memory.cortex import timing
 
@@ -55,6 +57,32 @@ def doc(text: str, **meta: Any) -> StoreItem:
 
 
 # --------------------------------------------------------------------- receipts
+
+
+@pytest.mark.parametrize("replayed", [False, True])
+def test_the_quick_receipt_is_the_constructors(replayed: bool) -> None:
+    quick, built = receipt("a" * 40, replayed), StoreReceipt("a" * 40, replayed)
+    assert type(quick) is StoreReceipt
+    assert quick == built
+    assert hash(quick) == hash(built)
+    assert repr(quick) == repr(built)
+    assert quick.replaced == ()
+    assert quick.to_json() == built.to_json()
+    assert pickle.loads(pickle.dumps(quick)) == built
+    assert dataclasses.replace(quick, replaced=("b" * 40,)).replaced == ("b" * 40,)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        quick.replayed = not replayed  # type: ignore[misc]
+
+
+def test_the_quick_receipt_checks_what_is_not_exact() -> None:
+    class Flag(int):
+        pass
+
+    # Anything but a str and a bool goes through the constructor's checks.
+    with pytest.raises(TypeError, match="id must be a str"):
+        receipt(b"a" * 40, False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="replayed must be a bool"):
+        receipt("a" * 40, Flag(1))  # type: ignore[arg-type]
 
 
 def test_a_receipt_writes_replaced_only_when_something_was() -> None:

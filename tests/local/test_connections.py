@@ -49,6 +49,74 @@ def test_a_full_pool_makes_callers_wait() -> None:
     pool.close()
 
 
+def test_waiters_on_a_full_pool_all_get_a_turn() -> None:
+    # The pool signals its condition only when someone waits: eight threads
+    # take turns on one connection many times, and none is left waiting.
+    pool = ConnectionPool(_memory, 1)
+    turns: List[int] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        for _ in range(50):
+            with pool.connection() as conn:
+                conn.execute("SELECT 1").fetchone()
+                with lock:
+                    turns.append(n)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + 20
+    for thread in threads:
+        thread.join(max(0.0, end - time.monotonic()))
+    assert not any(thread.is_alive() for thread in threads)
+    assert sorted(set(turns)) == list(range(8))
+    assert len(turns) == 8 * 50
+    assert pool._waiting == 0
+    pool.close()
+
+
+def test_a_waiter_takes_the_slot_an_open_failure_frees() -> None:
+    gate = threading.Event()
+    calls: List[int] = []
+
+    def slow_then_failing() -> sqlite3.Connection:
+        calls.append(1)
+        if len(calls) == 1:
+            gate.wait(5)
+            raise sqlite3.OperationalError("unable to open database file")
+        return _memory()
+
+    pool = ConnectionPool(slow_then_failing, 1)
+    failed: List[BaseException] = []
+
+    def first() -> None:
+        try:
+            with pool.connection():
+                pass
+        except sqlite3.OperationalError as exc:
+            failed.append(exc)
+
+    got: List[str] = []
+    opener = threading.Thread(target=first)
+    opener.start()
+    end = time.monotonic() + 10
+    while not calls and time.monotonic() < end:
+        time.sleep(0.001)
+    waiter = threading.Thread(target=lambda: _borrow(pool, got))
+    waiter.start()
+    while pool._waiting == 0 and time.monotonic() < end:
+        time.sleep(0.001)  # until the second caller waits for the only slot
+    assert pool._waiting == 1
+    gate.set()
+    opener.join(5)
+    waiter.join(5)
+    assert len(failed) == 1
+    assert got == ["waiter got it"]
+    assert len(calls) == 2
+    pool.close()
+
+
 def _borrow(pool: ConnectionPool, order: List[str]) -> None:
     with pool.connection():
         order.append("waiter got it")
