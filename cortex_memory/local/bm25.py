@@ -189,11 +189,7 @@ def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
     belongs to the text its start falls in. A text's length is its count of
     word starts in the joined text with every letter and digit made ``a``.
     """
-    joined = " " + " ".join(texts)
-    lowered = joined.lower()
-    marked = joined.encode("ascii").translate(_WORD_BYTES)
-    # starts[i]: where text i begins; starts[i + 1] - 1: where it ends.
-    starts = list(accumulate([len(text) + 1 for text in texts], initial=1))
+    lowered, marked, starts = _joined(texts)
     if len(terms.stems) == 1:
         return _scan_one(terms.stems[0], terms.forms[terms.stems[0]], seqs, lowered, marked,
                          starts, heads[0])
@@ -234,14 +230,29 @@ def _scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
     ]
 
 
-def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: str,
-              marked: bytes, starts: Sequence[int], head: str) -> List[_Tally]:
-    """:func:`_scan_batch` for a lone term (one head): counts per row, no dict per word."""
+def _lone_counts(term: str, forms: AbstractSet[str], lowered: str, marked: bytes,
+                 starts: Sequence[int], head: str) -> Tuple[Dict[int, int], Set[int]]:
+    """For a lone term (one head): per row (an index into ``starts``), how often a
+    word stemming to ``term`` occurs, and the rows holding one of the query's forms.
+
+    :func:`_words_from`'s scan, written out: a rare term's fetch runs it on
+    every candidate, and the generator's frames cost as much as the finds.
+    """
+    width = len(head)
+    find = lowered.find
     held: Dict[int, int] = {}
     exact: Set[int] = set()
     places: List[int] = []
     others: List[str] = []
-    for at, word in _words_from(lowered, marked, head):
+    at = find(head)
+    while at >= 0:
+        if marked[at - 1] == _LETTER:  # inside a word
+            at = find(head, at + 1)
+            continue
+        end = marked.find(b" ", at + width)
+        if end < 0:
+            end = len(marked)
+        word = lowered[at:end]
         if word in forms:
             row = bisect_right(starts, at) - 1
             held[row] = held.get(row, 0) + 1
@@ -249,10 +260,19 @@ def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: 
         else:
             places.append(at)
             others.append(word)
-    for at, stemmed in zip(places, stems_of(others)):
-        if stemmed == term:
-            row = bisect_right(starts, at) - 1
-            held[row] = held.get(row, 0) + 1
+        at = find(head, end)
+    if others:
+        for at, stemmed in zip(places, stems_of(others)):
+            if stemmed == term:
+                row = bisect_right(starts, at) - 1
+                held[row] = held.get(row, 0) + 1
+    return held, exact
+
+
+def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: str,
+              marked: bytes, starts: Sequence[int], head: str) -> List[_Tally]:
+    """:func:`_scan_batch` for a lone term (one head): counts per row, no dict per word."""
+    held, exact = _lone_counts(term, forms, lowered, marked, starts, head)
     count = marked.count
     met: FrozenSet[str] = frozenset((term,))
     none: FrozenSet[str] = frozenset()
@@ -261,6 +281,44 @@ def _scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: 
          met if row in exact else none)
         for row, tf in held.items()
     ]
+
+
+def _joined(texts: Sequence[str]) -> Tuple[str, bytes, List[int]]:
+    """The texts (every one ASCII) joined by spaces after a space, lowercased; the
+    same translated by :data:`_WORD_BYTES`; and where each text begins in them
+    (``starts[i + 1] - 1``: where text ``i`` ends)."""
+    joined = " " + " ".join(texts)
+    starts = list(accumulate([len(text) + 1 for text in texts], initial=1))
+    return joined.lower(), joined.encode("ascii").translate(_WORD_BYTES), starts
+
+
+def _score_lone(term: str, forms: AbstractSet[str], head: str, texts: Mapping[int, str],
+                idf: float, average: float) -> List[Tuple[int, float, float]]:
+    """:func:`score_rows` of a lone term over ASCII texts, tallied and scored in one pass.
+
+    The same arithmetic in the same order as the general loop, so the same
+    floats (tested against it): with one term, its sum is its gain and the
+    ideal its idf times the boost.
+    """
+    seqs = list(texts)
+    lowered, marked, starts = _joined(list(texts.values()))
+    held, exact = _lone_counts(term, forms, lowered, marked, starts, head)
+    count = marked.count
+    ideal = idf * (1.0 + EXACT_BOOST)
+    boosted = 1.0 + EXACT_BOOST
+    ranked: List[Tuple[float, int, float]] = []
+    for row, tf in held.items():
+        length = count(b" a", starts[row] - 1, starts[row + 1] - 1)
+        if not length:
+            continue
+        norm = K1 * (1.0 - B + B * length / average)
+        gain = idf * tf * (K1 + 1.0) / (tf + norm)
+        if row in exact:
+            gain *= boosted
+        score = gain / ideal if ideal > 0 else 0.0
+        ranked.append((-gain, seqs[row], score if score < 1.0 else 1.0))
+    ranked.sort()
+    return [(seq, score, -negated) for negated, seq, score in ranked]
 
 
 def _tallies(terms: Terms, texts: Mapping[int, str]) -> List[_Tally]:
@@ -313,6 +371,16 @@ def score_rows(
         return []
     average = stats.average_length
     idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
+    if len(idf) == 1:  # a lone term (the usual keyword search): see _score_lone
+        heads = scan_heads(terms)
+        values = texts.values()
+        if (
+            heads is not None
+            and all(map(str.isascii, values))
+            and sum(map(len, values)) < _BATCH_CHARS
+        ):
+            (term, weight), = idf.items()
+            return _score_lone(term, terms.forms[term], heads[0], texts, weight, average)
     ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
     boosted = 1.0 + EXACT_BOOST
     ranked: List[Tuple[float, int, float]] = []  # (-bm25, seq, score): sorted as they are

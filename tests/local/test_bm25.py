@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -52,6 +52,28 @@ def test_the_scan_tallies_what_splitting_and_stemming_does(
     terms = Terms.of(" ".join(query))
     by_seq = dict(enumerate(texts, start=1))
     assert _scanned(terms, by_seq) == _whole(terms, by_seq)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_texts(), min_size=1, max_size=8), st.sampled_from(_WORDS),
+       st.one_of(st.none(), st.integers(min_value=0, max_value=50)))
+def test_a_lone_term_scores_in_one_pass_what_the_general_loop_does(
+    texts: List[str], word: str, holding: Optional[int]
+) -> None:
+    terms = Terms.of(word)
+    by_seq = dict(enumerate(texts, start=1))
+    counts = None if holding is None else dict.fromkeys(terms.stems, holding)
+    stats = Stats(60, 600)
+    quick = bm25.score_rows(terms, by_seq, counts, stats)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bm25, "_score_lone", _must_not_run)
+        patch.setattr(bm25, "_BATCH_CHARS", 0)  # the general loop, a batch per text
+        general = bm25.score_rows(terms, by_seq, counts, stats)
+    assert quick == general  # the same floats, in the same order
+
+
+def _must_not_run(*args: object) -> object:
+    raise AssertionError("the one-pass scorer ran")
 
 
 def test_the_scan_counts_lengths_as_the_tokenizer_does() -> None:
