@@ -325,8 +325,7 @@ class LocalEngine(EngineSessions, MemoryEngine):
                 )
             return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
 
-        with self._session("fetching items", bound) as conn:
-            return self._ranked_read(conn, read)
+        return self._ranked_call("fetching items", bound, read)
 
     def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         """An extractive answer: the best sentences of the best items, with citations."""
@@ -384,8 +383,7 @@ class LocalEngine(EngineSessions, MemoryEngine):
                 use_fts=use_fts, space=self._vectors.space(BELIEFS),
             )
 
-        with self._session("reading beliefs", bound) as conn:
-            return self._ranked_read(conn, read)
+        return self._ranked_call("reading beliefs", bound, read)
 
 def _check_wait(wait: object) -> None:
     if not isinstance(wait, WaitFor):
