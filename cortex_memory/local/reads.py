@@ -23,6 +23,7 @@ from cortex_memory.contract import (
     Exported,
     ExportPage,
     FetchMode,
+    FetchPage,
     Hit,
     ListPage,
     MetaFilter,
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_PAGE",
     "Ranking",
     "export_page",
+    "fetch_page",
     "get_hits",
     "keyset_after",
     "list_page",
@@ -198,6 +200,27 @@ def ranked_hits(
             out.append((scored_hit(row, meta, score), item_json))
     more = f"o{offset + len(ranking.page)}" if ranking.more else None
     return out, more, ranking
+
+
+def fetch_page(hits: Sequence[Hit], cursor: Optional[str], beliefs: Sequence[Hit]) -> FetchPage:
+    """``FetchPage(tuple(hits), cursor, tuple(beliefs))``, its fields set directly.
+
+    Every hit comes from :func:`ranked_hits` or the beliefs layer (``Hit``
+    instances: ``rows.scored_hit``, ``rows.hit_of``, ``beliefs.belief_hit``) and the cursor
+    is :func:`ranked_hits`' ``str`` or None, so ``FetchPage``'s checks (tuples
+    of ``Hit``, an optional ``str``) could neither fail nor change anything;
+    they cost more than the rest of a page's assembly. Fields left at their
+    defaults are read from the class, as ``cortex/engine/listing.py`` builds
+    ``ListPage``.
+    """
+    page = object.__new__(FetchPage)
+    fields = page.__dict__
+    fields["hits"] = tuple(hits)
+    if cursor is not None:
+        fields["next_cursor"] = cursor
+    if beliefs:
+        fields["beliefs"] = tuple(beliefs)
+    return page
 
 
 def term_rarity(query: Query, ranking: Ranking) -> Optional[Dict[str, float]]:
