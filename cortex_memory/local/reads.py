@@ -43,7 +43,7 @@ from cortex_memory.local.rows import (
     item_of,
     kind_of,
     meta_of,
-    scored_hit,
+    page_hits,
 )
 from cortex_memory.local.search import Query, Ranking, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
@@ -188,16 +188,7 @@ def ranked_hits(
         conn, ITEMS, mode, query, filter_condition(flt, tenant), space,
         use_fts=use_fts, offset=offset, size=size, window=hint_window(hint), bounded=bounded,
     )
-    out: List[Tuple[Hit, str]] = []
-    rows = ranking.rows
-    for seq, score in ranking.page:
-        row = rows.get(seq)
-        if row is None:  # pragma: no cover - the ranking read it in this snapshot
-            continue
-        item_json = str(row[5])
-        meta = meta_of(str(row[1]), item_json)
-        if flt.matches(kind_of(row[2]), meta):
-            out.append((scored_hit(row, meta, score), item_json))
+    out = page_hits(ranking.page, ranking.rows, flt)
     more = f"o{offset + len(ranking.page)}" if ranking.more else None
     return out, more, ranking
 
