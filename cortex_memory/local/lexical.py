@@ -112,6 +112,24 @@ class StaleIndex(Exception):
     """The keyword index missed writes (made without it): rebuild it, then read again."""
 
 
+#: The statement of :func:`document_counts` by (keyword index, number of stems),
+#: made once: a query has at most 64 phrases of at most 4 stems (``text.py``).
+_COUNTS_SQL: Dict[Tuple[str, int], str] = {}
+
+
+def _counts_sql(corpus: Corpus, stems: int) -> str:
+    sql = _COUNTS_SQL.get((corpus.fts, stems))
+    if sql is None:
+        parts = [
+            "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
+            f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
+        ]
+        lookup = f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?"
+        parts.extend(lookup for _ in range(stems))
+        sql = _COUNTS_SQL[(corpus.fts, stems)] = " UNION ALL ".join(parts)
+    return sql
+
+
 def document_counts(
     conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
 ) -> Tuple[Stats, Dict[str, int]]:
@@ -125,13 +143,8 @@ def document_counts(
     statistics are read.
     """
     counts = dict.fromkeys(stems, 0)
-    parts = [
-        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
-        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
-    ]
-    parts.extend(f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?" for _ in stems)
     stats = Stats(0, 0)
-    for kind, term, value in conn.execute(" UNION ALL ".join(parts), tuple(stems)):
+    for kind, term, value in conn.execute(_counts_sql(corpus, len(stems)), tuple(stems)):
         if kind == 0:
             if value != FTS_OK:
                 raise StaleIndex(value)
