@@ -71,7 +71,28 @@ class Terms:
 
     @classmethod
     def of(cls, text: str) -> Terms:
-        """The terms of ``text`` (stop words out when anything else is left)."""
+        """The terms of ``text`` (stop words out when anything else is left).
+
+        A text of one ASCII word (letters and digits only: the usual keyword
+        search) is its one word lowercased, for ``words_of`` and
+        ``query_phrases`` alike, and that word is kept whether or not it is a
+        stop word; its terms are built directly (tested against the general
+        way).
+        """
+        if cls is Terms and text.isascii() and text.isalnum():
+            word = text.lower()
+            term = stem(word)
+            terms = object.__new__(Terms)
+            fields = terms.__dict__
+            fields["stems"] = (term,)
+            fields["forms"] = {term: frozenset((word,))}
+            fields["phrases"] = ((term,),)
+            return terms
+        return cls._of_phrases(text)
+
+    @classmethod
+    def _of_phrases(cls, text: str) -> Terms:
+        """:meth:`of`, the general way: from the query's phrases."""
         found = query_phrases(text)
         kept = [p for p in found if len(p) > 1 or p[0] not in STOPWORDS] or list(found)
         forms: Dict[str, set[str]] = {}

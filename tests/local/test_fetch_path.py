@@ -26,8 +26,34 @@ from cortex_memory.contract import ItemKind as Kind
 from cortex_memory.errors import EngineError
 from cortex_memory.local import LocalEngine, reads
 from cortex_memory.local.corpus import ITEMS
+from cortex_memory.local.lexical import Terms
 from cortex_memory.local.rows import kind_of, meta_of, page_hits, scored_hit
 from cortex_memory.local.search import Query
+
+# Words of ASCII letters and digits (the short way), and texts that are not
+# one such word: spaces, punctuation, letters outside ASCII, CJK, stop words.
+_QUERIES = st.one_of(
+    st.text(alphabet="abcXYZ019", min_size=1, max_size=10),
+    st.sampled_from(["The", "a", "I", "ships", "Shipping", "relational", "x2", "term01234"]),
+    st.text(alphabet="aZ9 -_.é日本", max_size=8),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_QUERIES, st.sampled_from([None, b"\x00" * 8, b"\x00\x00\x80?" * 2]))
+def test_a_query_of_one_word_has_the_terms_the_general_way_gives(
+    text: str, vector: Optional[bytes]
+) -> None:
+    fast, general = Terms.of(text), Terms._of_phrases(text)
+    assert fast == general
+    assert repr(fast) == repr(general)
+    assert type(fast.stems) is tuple
+    kinds = {term: type(forms) for term, forms in fast.forms.items()}
+    assert kinds == dict.fromkeys(general.stems, frozenset)
+    query = Query.of(text, vector)
+    assert type(query) is Query
+    assert query == Query(text, general, vector if vector and any(vector) else None)
+
 
 _HITS = st.builds(
     Hit,
