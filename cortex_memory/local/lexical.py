@@ -125,6 +125,12 @@ class Terms:
         of their words, which FTS5 matches as a phrase.
         """
         chosen = self.all_phrases if phrases is None else phrases
+        if len(chosen) == 1 and len(chosen[0]) == 1:  # one word (the usual keyword search)
+            return '"' + min(self.forms[chosen[0][0]]).replace('"', '""') + '"'
+        return self._expression(chosen)
+
+    def _expression(self, chosen: Sequence[Tuple[str, ...]]) -> str:
+        """:meth:`match_expression` of ``chosen``, the general way."""
         quoted = (" ".join(min(self.forms[term]) for term in phrase) for phrase in chosen)
         return " OR ".join('"' + words.replace('"', '""') + '"' for words in quoted)
 
@@ -184,8 +190,26 @@ def _fts_rows(
     order: Optional[str],
     size: int,
 ) -> List[Row]:
-    a = corpus.alias
     where_sql, where_params = where
+    key = (corpus.fts, where_sql, order)
+    sql = _CANDIDATE_SQL.get(key)
+    if sql is None:
+        if len(_CANDIDATE_SQL) >= _KEPT_STATEMENTS:
+            _CANDIDATE_SQL.clear()
+        sql = _CANDIDATE_SQL[key] = _candidate_sql(corpus, where_sql, order)
+    return conn.execute(sql, (expression, *where_params, size)).fetchall()
+
+
+#: The statements of :func:`_fts_rows` by (keyword index, filter condition,
+#: order), made once. A condition's text depends only on which filter fields
+#: are set (and how many values a list holds), so few are ever made; the
+#: memory starts afresh past :data:`_KEPT_STATEMENTS`.
+_CANDIDATE_SQL: Dict[Tuple[str, str, Optional[str]], str] = {}
+_KEPT_STATEMENTS = 256
+
+
+def _candidate_sql(corpus: Corpus, where_sql: str, order: Optional[str]) -> str:
+    a = corpus.alias
     # Rows come whole, with their text: scores are computed from it in
     # Python (bm25.score_rows), so nothing else of the index is read.
     # CROSS JOIN keeps the keyword index the outer loop. Without statistics
@@ -199,7 +223,7 @@ def _fts_rows(
     )
     if order is not None:
         sql += f" ORDER BY {order}"
-    return conn.execute(sql + " LIMIT ?", (expression, *where_params, size)).fetchall()
+    return sql + " LIMIT ?"
 
 
 def _best_rows(

@@ -53,6 +53,9 @@ def test_a_query_of_one_word_has_the_terms_the_general_way_gives(
     query = Query.of(text, vector)
     assert type(query) is Query
     assert query == Query(text, general, vector if vector and any(vector) else None)
+    assert fast.match_expression() == fast._expression(fast.all_phrases)
+    for phrase in fast.all_phrases:
+        assert fast.match_expression([phrase]) == fast._expression([phrase])
 
 
 _HITS = st.builds(
