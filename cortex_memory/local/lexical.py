@@ -48,6 +48,7 @@ __all__ = [
     "candidates",
     "document_counts",
     "fallback_candidates",
+    "stats_and_candidates",
 ]
 
 #: The rows a bounded plan lets SQLite rank: the rarest terms make candidates
@@ -173,13 +174,64 @@ def document_counts(
     stats = Stats(0, 0)
     for kind, term, value in conn.execute(_counts_sql(corpus, len(stems)), tuple(stems)):
         if kind == 0:
-            if value != FTS_OK:
-                raise StaleIndex(value)
+            _check_state(value)
         elif kind == 1:
             stats = stats_of(value)
         else:
             counts[str(term)] = int(value)
     return stats, counts
+
+
+def _check_state(state: object) -> None:
+    # engine_info.fts_state: anything but "ok" means the index missed writes.
+    if state != FTS_OK:
+        raise StaleIndex(state)
+
+
+def stats_and_candidates(
+    conn: sqlite3.Connection, corpus: Corpus, terms: Terms, where: Condition, size: int
+) -> Tuple[Stats, List[Row]]:
+    """``document_counts(conn, corpus, ())[0]`` and ``candidates(conn, corpus, terms,
+    where, size, bounded=False, counts=None)``, in one statement fewer: the plan
+    of a lone keyword term, which reads no row counts.
+
+    That plan's first read is :func:`_best_rows`' unranked one. The same
+    statement reads what :func:`document_counts` would, as rows before the
+    candidates: ``UNION ALL`` gives its parts' rows in turn, and theirs have
+    a NULL ``seq``, which no row of a corpus has (its integer primary key).
+    The index's state is checked whether or not a row matches, and the
+    averages record decoded, as :func:`document_counts` does. When more than
+    ``size`` rows match, SQLite ranks them, as in :func:`_best_rows`. Tested
+    against the two reads.
+    """
+    if not terms.stems:
+        return document_counts(conn, corpus, ())[0], []
+    expression = terms.match_expression()
+    where_sql, where_params = where
+    sql = _STATS_FIRST_SQL.get((corpus.fts, where_sql))
+    if sql is None:
+        if len(_STATS_FIRST_SQL) >= _KEPT_STATEMENTS:
+            _STATS_FIRST_SQL.clear()
+        # The limit applies to the whole statement: it counts the two rows first.
+        pad = ", NULL" * (corpus.columns.count(",") - 2)  # to the corpus's columns
+        sql = _STATS_FIRST_SQL[(corpus.fts, where_sql)] = (
+            f"SELECT NULL, 0, value{pad} FROM engine_info WHERE key = 'fts_state' UNION ALL "
+            f"SELECT NULL, 1, block{pad} FROM {corpus.fts_data} WHERE id = 1 UNION ALL "
+            + _candidate_sql(corpus, where_sql, None)
+        )
+    rows = conn.execute(sql, (expression, *where_params, size + 3)).fetchall()
+    stats = Stats(0, 0)
+    at = 0
+    while at < len(rows) and rows[at][0] is None:
+        if rows[at][1] == 0:
+            _check_state(rows[at][2])
+        else:
+            stats = stats_of(rows[at][2])
+        at += 1
+    found = rows[at : at + size + 1]
+    if len(found) > size:
+        found = _fts_rows(conn, corpus, expression, where, "f.rank", size)
+    return stats, found
 
 
 def _fts_rows(
@@ -205,6 +257,8 @@ def _fts_rows(
 #: are set (and how many values a list holds), so few are ever made; the
 #: memory starts afresh past :data:`_KEPT_STATEMENTS`.
 _CANDIDATE_SQL: Dict[Tuple[str, str, Optional[str]], str] = {}
+#: The statements of :func:`stats_and_candidates` by (keyword index, filter condition).
+_STATS_FIRST_SQL: Dict[Tuple[str, str], str] = {}
 _KEPT_STATEMENTS = 256
 
 
