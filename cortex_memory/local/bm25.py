@@ -24,6 +24,7 @@ from typing import (
     List,
     Mapping,
     Optional,
+    Sequence,
     Tuple,
 )
 
@@ -122,28 +123,31 @@ def _tally_text(terms: Terms, text: str) -> _TextTally:
     return len(words), found, frozenset(exact)
 
 
-def _score_lone(term: str, forms: AbstractSet[str], head: str, texts: Mapping[int, str],
-                idf: float, average: float) -> List[Tuple[int, float, float]]:
-    """:func:`score_rows` of a lone term over ASCII texts, tallied and scored in one pass.
+def _score_lone(term: str, forms: AbstractSet[str], head: str, seqs: Sequence[int],
+                texts: Sequence[str], joined: str, idf: float,
+                average: float) -> List[Tuple[int, float, float]]:
+    """:func:`score_rows` of a lone term over ASCII ``texts`` (of rows ``seqs``;
+    ``joined`` as :func:`joined_texts` joins them), tallied and scored in one pass.
 
     The same arithmetic in the same order as the general loop, so the same
     floats (tested against it): with one term, its sum is its gain and the
     ideal its idf times the boost.
     """
-    seqs = list(texts)
-    lowered, marked, starts = joined_texts(list(texts.values()))
+    lowered, marked, starts = joined_texts(texts, joined)
     held, exact = lone_counts(term, forms, lowered, marked, starts, head)
     count = marked.count
     ideal = idf * (1.0 + EXACT_BOOST)
     boosted = 1.0 + EXACT_BOOST
     ranked: List[Tuple[float, int, float]] = []
-    for row, tf in held.items():
+    for row, tf in enumerate(held):
+        if not tf:
+            continue
         length = count(b" a", starts[row] - 1, starts[row + 1] - 1)
         if not length:
             continue
         norm = K1 * (1.0 - B + B * length / average)
         gain = idf * tf * (K1 + 1.0) / (tf + norm)
-        if row in exact:
+        if exact[row]:
             gain *= boosted
         score = gain / ideal if ideal > 0 else 0.0
         ranked.append((-gain, seqs[row], score if score < 1.0 else 1.0))
@@ -203,14 +207,15 @@ def score_rows(
     idf = dict.fromkeys(terms.stems, 1.0) if counts is None else rarity(terms, counts, stats)
     if len(idf) == 1:  # a lone term (the usual keyword search): see _score_lone
         heads = scan_heads(terms)
-        values = texts.values()
-        if (
-            heads is not None
-            and all(map(str.isascii, values))
-            and sum(map(len, values)) < BATCH_CHARS
-        ):
-            (term, weight), = idf.items()
-            return _score_lone(term, terms.forms[term], heads[0], texts, weight, average)
+        if heads is not None:
+            values = list(texts.values())
+            # Joined, the texts are ASCII when each is, and as long as them all
+            # with a space each.
+            joined = " " + " ".join(values)
+            if joined.isascii() and len(joined) - len(values) < BATCH_CHARS:
+                (term, weight), = idf.items()
+                return _score_lone(term, terms.forms[term], heads[0], list(texts), values,
+                                   joined, weight, average)
     ideal = sum(idf.values()) * (1.0 + EXACT_BOOST)
     boosted = 1.0 + EXACT_BOOST
     ranked: List[Tuple[float, int, float]] = []  # (-bm25, seq, score): sorted as they are

@@ -150,18 +150,18 @@ def scan_batch(terms: Terms, seqs: Sequence[int], texts: Sequence[str],
 
 
 def lone_counts(term: str, forms: AbstractSet[str], lowered: str, marked: bytes,
-                 starts: Sequence[int], head: str) -> Tuple[Dict[int, int], Set[int]]:
+                 starts: Sequence[int], head: str) -> Tuple[List[int], List[bool]]:
     """For a lone term (one head): per row (an index into ``starts``), how often a
-    word stemming to ``term`` occurs, and the rows holding one of the query's forms.
+    word stemming to ``term`` occurs, and whether one of the query's forms does.
 
     :func:`words_from`'s scan, written out: a rare term's fetch runs it on
     every candidate, and the generator's frames cost as much as the finds.
     """
     width = len(head)
     find = lowered.find
-    held: Dict[int, int] = {}
-    exact: Set[int] = set()
-    places: List[int] = []
+    held = [0] * (len(starts) - 1)
+    exact = [False] * len(held)
+    rows: List[int] = []
     others: List[str] = []
     at = find(head)
     while at >= 0:
@@ -172,19 +172,18 @@ def lone_counts(term: str, forms: AbstractSet[str], lowered: str, marked: bytes,
         if end < 0:
             end = len(marked)
         word = lowered[at:end]
+        row = bisect_right(starts, at) - 1
         if word in forms:
-            row = bisect_right(starts, at) - 1
-            held[row] = held.get(row, 0) + 1
-            exact.add(row)
+            held[row] += 1
+            exact[row] = True
         else:
-            places.append(at)
+            rows.append(row)
             others.append(word)
         at = find(head, end)
     if others:
-        for at, stemmed in zip(places, stems_of(others)):
+        for row, stemmed in zip(rows, stems_of(others)):
             if stemmed == term:
-                row = bisect_right(starts, at) - 1
-                held[row] = held.get(row, 0) + 1
+                held[row] += 1
     return held, exact
 
 
@@ -197,15 +196,18 @@ def scan_one(term: str, forms: AbstractSet[str], seqs: Sequence[int], lowered: s
     none: FrozenSet[str] = frozenset()
     return [
         (seqs[row], count(b" a", starts[row] - 1, starts[row + 1] - 1), {term: tf},
-         met if row in exact else none)
-        for row, tf in held.items()
+         met if exact[row] else none)
+        for row, tf in enumerate(held) if tf
     ]
 
 
-def joined_texts(texts: Sequence[str]) -> Tuple[str, bytes, List[int]]:
-    """The texts (every one ASCII) joined by spaces after a space, lowercased; the
-    same translated by :data:`WORD_BYTES`; and where each text begins in them
-    (``starts[i + 1] - 1``: where text ``i`` ends)."""
-    joined = " " + " ".join(texts)
+def joined_texts(
+    texts: Sequence[str], joined: Optional[str] = None
+) -> Tuple[str, bytes, List[int]]:
+    """The texts (every one ASCII) joined by spaces after a space (``joined``, when
+    the caller has it), lowercased; the same translated by :data:`WORD_BYTES`;
+    and where each text begins in them (``starts[i + 1] - 1``: where text ``i`` ends)."""
+    if joined is None:
+        joined = " " + " ".join(texts)
     starts = list(accumulate([len(text) + 1 for text in texts], initial=1))
     return joined.lower(), joined.encode("ascii").translate(WORD_BYTES), starts
