@@ -182,6 +182,35 @@ def document_counts(
     return stats, counts
 
 
+#: The statements of :func:`_fts_rows` by (keyword index, filter condition,
+#: order), made once. A condition's text depends only on which filter fields
+#: are set (and how many values a list holds), so few are ever made; the
+#: memory starts afresh past :data:`_KEPT_STATEMENTS`.
+_CANDIDATE_SQL: Dict[Tuple[str, str, Optional[str]], str] = {}
+#: The statements of :func:`stats_and_candidates` by (keyword index, filter condition).
+_STATS_FIRST_SQL: Dict[Tuple[str, str], str] = {}
+#: Statements kept by each of the two memories above.
+_KEPT_STATEMENTS = 256
+
+
+def _candidate_sql(corpus: Corpus, where_sql: str, order: Optional[str]) -> str:
+    a = corpus.alias
+    # Rows come whole, with their text: scores are computed from it in
+    # Python (bm25.score_rows), so nothing else of the index is read.
+    # CROSS JOIN keeps the keyword index the outer loop. Without statistics
+    # (a file under ANALYZE_FROM items) SQLite takes ``tenant = ?`` for a
+    # selective index and would run the full-text query once per row of the
+    # tenant instead (a 990-item file: 12 ms a fetch instead of 0.5).
+    sql = (
+        f"SELECT {corpus.columns} FROM {corpus.fts} f "
+        f"CROSS JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
+        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql}"
+    )
+    if order is not None:
+        sql += f" ORDER BY {order}"
+    return sql + " LIMIT ?"
+
+
 def _check_state(state: object) -> None:
     # engine_info.fts_state: anything but "ok" means the index missed writes.
     if state != FTS_OK:
@@ -212,13 +241,13 @@ def stats_and_candidates(
     if sql is None:
         if len(_STATS_FIRST_SQL) >= _KEPT_STATEMENTS:
             _STATS_FIRST_SQL.clear()
-        # The limit applies to the whole statement: it counts the two rows first.
         pad = ", NULL" * (corpus.columns.count(",") - 2)  # to the corpus's columns
         sql = _STATS_FIRST_SQL[(corpus.fts, where_sql)] = (
             f"SELECT NULL, 0, value{pad} FROM engine_info WHERE key = 'fts_state' UNION ALL "
             f"SELECT NULL, 1, block{pad} FROM {corpus.fts_data} WHERE id = 1 UNION ALL "
             + _candidate_sql(corpus, where_sql, None)
         )
+    # The limit counts every row of the statement: the two first, then size + 1.
     rows = conn.execute(sql, (expression, *where_params, size + 3)).fetchall()
     stats = Stats(0, 0)
     at = 0
@@ -250,34 +279,6 @@ def _fts_rows(
             _CANDIDATE_SQL.clear()
         sql = _CANDIDATE_SQL[key] = _candidate_sql(corpus, where_sql, order)
     return conn.execute(sql, (expression, *where_params, size)).fetchall()
-
-
-#: The statements of :func:`_fts_rows` by (keyword index, filter condition,
-#: order), made once. A condition's text depends only on which filter fields
-#: are set (and how many values a list holds), so few are ever made; the
-#: memory starts afresh past :data:`_KEPT_STATEMENTS`.
-_CANDIDATE_SQL: Dict[Tuple[str, str, Optional[str]], str] = {}
-#: The statements of :func:`stats_and_candidates` by (keyword index, filter condition).
-_STATS_FIRST_SQL: Dict[Tuple[str, str], str] = {}
-_KEPT_STATEMENTS = 256
-
-
-def _candidate_sql(corpus: Corpus, where_sql: str, order: Optional[str]) -> str:
-    a = corpus.alias
-    # Rows come whole, with their text: scores are computed from it in
-    # Python (bm25.score_rows), so nothing else of the index is read.
-    # CROSS JOIN keeps the keyword index the outer loop. Without statistics
-    # (a file under ANALYZE_FROM items) SQLite takes ``tenant = ?`` for a
-    # selective index and would run the full-text query once per row of the
-    # tenant instead (a 990-item file: 12 ms a fetch instead of 0.5).
-    sql = (
-        f"SELECT {corpus.columns} FROM {corpus.fts} f "
-        f"CROSS JOIN {corpus.table} {a} ON {a}.seq = f.rowid "
-        f"WHERE f.{corpus.fts} MATCH ? AND {where_sql}"
-    )
-    if order is not None:
-        sql += f" ORDER BY {order}"
-    return sql + " LIMIT ?"
 
 
 def _best_rows(
