@@ -34,6 +34,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cortex_memory.local.corpus import Corpus, Row, Stats, stats_of
@@ -48,7 +49,6 @@ __all__ = [
     "candidates",
     "document_counts",
     "fallback_candidates",
-    "stats_and_candidates",
 ]
 
 #: The rows a bounded plan lets SQLite rank: the rarest terms make candidates
@@ -140,22 +140,23 @@ class StaleIndex(Exception):
     """The keyword index missed writes (made without it): rebuild it, then read again."""
 
 
-#: The statement of :func:`document_counts` by (keyword index, number of stems),
-#: made once: a query has at most 64 phrases of at most 4 stems (``text.py``).
-_COUNTS_SQL: Dict[Tuple[str, int], str] = {}
-
-
+@lru_cache(maxsize=64)
 def _counts_sql(corpus: Corpus, stems: int) -> str:
-    sql = _COUNTS_SQL.get((corpus.fts, stems))
-    if sql is None:
-        parts = [
-            "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
-            f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
-        ]
-        lookup = f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?"
-        parts.extend(lookup for _ in range(stems))
-        sql = _COUNTS_SQL[(corpus.fts, stems)] = " UNION ALL ".join(parts)
-    return sql
+    """The statement of :func:`document_counts` for a keyword index and a number of
+    stems, made once (a query has at most 64 phrases of at most 4 stems: ``text.py``)."""
+    parts = [
+        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
+        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
+    ]
+    lookup = f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?"
+    parts.extend(lookup for _ in range(stems))
+    return " UNION ALL ".join(parts)
+
+
+def _check_state(state: object) -> None:
+    # engine_info.fts_state: anything but "ok" means the index missed writes.
+    if state != FTS_OK:
+        raise StaleIndex(state)
 
 
 def document_counts(
@@ -182,18 +183,11 @@ def document_counts(
     return stats, counts
 
 
-#: The statements of :func:`_fts_rows` by (keyword index, filter condition,
-#: order), made once. A condition's text depends only on which filter fields
-#: are set (and how many values a list holds), so few are ever made; the
-#: memory starts afresh past :data:`_KEPT_STATEMENTS`.
-_CANDIDATE_SQL: Dict[Tuple[str, str, Optional[str]], str] = {}
-#: The statements of :func:`stats_and_candidates` by (keyword index, filter condition).
-_STATS_FIRST_SQL: Dict[Tuple[str, str], str] = {}
-#: Statements kept by each of the two memories above.
-_KEPT_STATEMENTS = 256
-
-
+@lru_cache(maxsize=256)
 def _candidate_sql(corpus: Corpus, where_sql: str, order: Optional[str]) -> str:
+    """The statement of :func:`_fts_rows` for a keyword index, a filter condition and an
+    order, made once (a condition's text depends only on which filter fields are
+    set, and how many values a list holds, so few are ever made)."""
     a = corpus.alias
     # Rows come whole, with their text: scores are computed from it in
     # Python (bm25.score_rows), so nothing else of the index is read.
@@ -211,58 +205,6 @@ def _candidate_sql(corpus: Corpus, where_sql: str, order: Optional[str]) -> str:
     return sql + " LIMIT ?"
 
 
-def _check_state(state: object) -> None:
-    # engine_info.fts_state: anything but "ok" means the index missed writes.
-    if state != FTS_OK:
-        raise StaleIndex(state)
-
-
-def stats_and_candidates(
-    conn: sqlite3.Connection, corpus: Corpus, terms: Terms, where: Condition, size: int
-) -> Tuple[Stats, List[Row]]:
-    """``document_counts(conn, corpus, ())[0]`` and ``candidates(conn, corpus, terms,
-    where, size, bounded=False, counts=None)``, in one statement fewer: the plan
-    of a lone keyword term, which reads no row counts.
-
-    That plan's first read is :func:`_best_rows`' unranked one. The same
-    statement reads what :func:`document_counts` would, as rows before the
-    candidates: ``UNION ALL`` gives its parts' rows in turn, and theirs have
-    a NULL ``seq``, which no row of a corpus has (its integer primary key).
-    The index's state is checked whether or not a row matches, and the
-    averages record decoded, as :func:`document_counts` does. When more than
-    ``size`` rows match, SQLite ranks them, as in :func:`_best_rows`. Tested
-    against the two reads.
-    """
-    if not terms.stems:
-        return document_counts(conn, corpus, ())[0], []
-    expression = terms.match_expression()
-    where_sql, where_params = where
-    sql = _STATS_FIRST_SQL.get((corpus.fts, where_sql))
-    if sql is None:
-        if len(_STATS_FIRST_SQL) >= _KEPT_STATEMENTS:
-            _STATS_FIRST_SQL.clear()
-        pad = ", NULL" * (corpus.columns.count(",") - 2)  # to the corpus's columns
-        sql = _STATS_FIRST_SQL[(corpus.fts, where_sql)] = (
-            f"SELECT NULL, 0, value{pad} FROM engine_info WHERE key = 'fts_state' UNION ALL "
-            f"SELECT NULL, 1, block{pad} FROM {corpus.fts_data} WHERE id = 1 UNION ALL "
-            + _candidate_sql(corpus, where_sql, None)
-        )
-    # The limit counts every row of the statement: the two first, then size + 1.
-    rows = conn.execute(sql, (expression, *where_params, size + 3)).fetchall()
-    stats = Stats(0, 0)
-    at = 0
-    while at < len(rows) and rows[at][0] is None:
-        if rows[at][1] == 0:
-            _check_state(rows[at][2])
-        else:
-            stats = stats_of(rows[at][2])
-        at += 1
-    found = rows[at : at + size + 1]
-    if len(found) > size:
-        found = _fts_rows(conn, corpus, expression, where, "f.rank", size)
-    return stats, found
-
-
 def _fts_rows(
     conn: sqlite3.Connection,
     corpus: Corpus,
@@ -272,12 +214,7 @@ def _fts_rows(
     size: int,
 ) -> List[Row]:
     where_sql, where_params = where
-    key = (corpus.fts, where_sql, order)
-    sql = _CANDIDATE_SQL.get(key)
-    if sql is None:
-        if len(_CANDIDATE_SQL) >= _KEPT_STATEMENTS:
-            _CANDIDATE_SQL.clear()
-        sql = _CANDIDATE_SQL[key] = _candidate_sql(corpus, where_sql, order)
+    sql = _candidate_sql(corpus, where_sql, order)
     return conn.execute(sql, (expression, *where_params, size)).fetchall()
 
 

@@ -38,7 +38,6 @@ from cortex_memory.local.lexical import (
     candidates,
     document_counts,
     fallback_candidates,
-    stats_and_candidates,
 )
 from cortex_memory.local.sqlfilter import Condition, micros
 from cortex_memory.local.vectors import (
@@ -187,13 +186,11 @@ def _keyword(
     """The keyword list, and the candidate rows it was scored from."""
     counts: Optional[Dict[str, int]]
     if use_fts:
-        if needs_counts(query.terms, bounded):
-            terms = query.terms
-            stats, counts = document_counts(conn, corpus, terms.stems)
-            found = candidates(conn, corpus, terms, where, size, bounded=bounded, counts=counts)
-        else:  # a lone term, unbounded: the statistics come with the candidates
+        wanted = query.terms.stems if needs_counts(query.terms, bounded) else ()
+        stats, counts = document_counts(conn, corpus, wanted)
+        if not wanted:
             counts = None
-            stats, found = stats_and_candidates(conn, corpus, query.terms, where, size)
+        found = candidates(conn, corpus, query.terms, where, size, bounded=bounded, counts=counts)
         texts: Dict[int, str] = {row[0]: row[TEXT_COLUMN] for row in found}
         ranking.rows.update(zip(texts, found))  # seqs are unique: texts is in row order
     else:
