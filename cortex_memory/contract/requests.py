@@ -189,6 +189,25 @@ class FetchRequest(Wire):
     refers_to: Optional[TimeHint] = None
     max_scopes: Optional[int] = None
 
+    def __post_init__(self) -> None:
+        # Every fetch builds a request. When each field has its exact type (an
+        # optional one may be None), every check of the shape passes and keeps
+        # the value as it is, so they are skipped; any other value takes them
+        # (tested against them).
+        cursor, hint, scopes = self.cursor, self.refers_to, self.max_scopes
+        if (
+            type(self.query) is str
+            and type(self.mode) is FetchMode
+            and type(self.limit) is int
+            and type(self.filter) is MetaFilter
+            and type(self.beliefs) is int
+            and (cursor is None or type(cursor) is str)
+            and (hint is None or type(hint) is TimeHint)
+            and (scopes is None or type(scopes) is int)
+        ):
+            return
+        self._SHAPE.check(self)
+
     @classmethod
     def new(cls, query: str, mode: FetchMode, limit: int) -> FetchRequest:
         """A fetch over everything (empty filter), nothing optional set."""

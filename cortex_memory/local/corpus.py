@@ -119,12 +119,29 @@ def decode_varints(blob: bytes) -> List[int]:
     return out
 
 
+#: The averages record :func:`stats_of` decoded last, and its statistics.
+_last_stats: Tuple[bytes, Stats] = (b"", Stats(0, 0))
+
+
 def stats_of(block: object) -> Stats:
-    """The statistics an FTS5 averages record (a ``bytes`` value, or None) holds."""
-    values = decode_varints(block) if isinstance(block, bytes) else []
-    if len(values) < 2:
-        return Stats(0, 0)  # an index never written to
-    return Stats(values[0], values[1])
+    """The statistics an FTS5 averages record (a ``bytes`` value, or None) holds.
+
+    The record decoded last is remembered: every ranked read decodes the
+    record, and it stays the same from one write to the next (it is compared
+    whole, so a record that changed is decoded; the pair is replaced at once,
+    so threads never see a record with another's statistics).
+    """
+    global _last_stats
+    if not isinstance(block, bytes):
+        return Stats(0, 0)
+    seen, stats = _last_stats
+    if block == seen:
+        return stats
+    values = decode_varints(block)
+    # Fewer than two values: an index never written to.
+    stats = Stats(values[0], values[1]) if len(values) >= 2 else Stats(0, 0)
+    _last_stats = (block, stats)
+    return stats
 
 
 def read_stats(conn: sqlite3.Connection, corpus: Corpus) -> Stats:

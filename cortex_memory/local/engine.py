@@ -311,10 +311,12 @@ class LocalEngine(EngineSessions, MemoryEngine):
 
 
         def read(conn: sqlite3.Connection, use_fts: bool) -> FetchPage:
+            # A keyword ranking never looks at the vectors: no space to build.
+            keyword = request.mode is FetchMode.KEYWORD
             pairs, cursor, _ranking = reads.ranked_hits(
                 conn, self._tenant, request.mode, query, request.filter,
                 request.refers_to, offset, request.limit, use_fts=use_fts,
-                space=self._vectors.space(ITEMS),
+                space=None if keyword else self._vectors.space(ITEMS),
             )
             beliefs: builtins.list[Hit] = []
             if belief_query:
@@ -323,10 +325,9 @@ class LocalEngine(EngineSessions, MemoryEngine):
                     min(request.beliefs, reads.MAX_PAGE),
                     use_fts=use_fts, space=self._vectors.space(BELIEFS),
                 )
-            return FetchPage(tuple(hit for hit, _ in pairs), cursor, tuple(beliefs))
+            return reads.fetch_page([hit for hit, _ in pairs], cursor, beliefs)
 
-        with self._session("fetching items", bound) as conn:
-            return self._ranked_read(conn, read)
+        return self._ranked_call("fetching items", bound, read)
 
     def recall(self, request: RecallRequest, *, deadline: DeadlineLike = None) -> RecallAnswer:
         """An extractive answer: the best sentences of the best items, with citations."""
@@ -384,8 +385,7 @@ class LocalEngine(EngineSessions, MemoryEngine):
                 use_fts=use_fts, space=self._vectors.space(BELIEFS),
             )
 
-        with self._session("reading beliefs", bound) as conn:
-            return self._ranked_read(conn, read)
+        return self._ranked_call("reading beliefs", bound, read)
 
 def _check_wait(wait: object) -> None:
     if not isinstance(wait, WaitFor):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from cortex_memory.local.corpus import Corpus, Row, Stats, stats_of
@@ -71,7 +72,28 @@ class Terms:
 
     @classmethod
     def of(cls, text: str) -> Terms:
-        """The terms of ``text`` (stop words out when anything else is left)."""
+        """The terms of ``text`` (stop words out when anything else is left).
+
+        A text of one ASCII word (letters and digits only: the usual keyword
+        search) is its one word lowercased, for ``words_of`` and
+        ``query_phrases`` alike, and that word is kept whether or not it is a
+        stop word; its terms are built directly (tested against the general
+        way).
+        """
+        if cls is Terms and text.isascii() and text.isalnum():
+            word = text.lower()
+            term = stem(word)
+            terms = object.__new__(Terms)
+            fields = terms.__dict__
+            fields["stems"] = (term,)
+            fields["forms"] = {term: frozenset((word,))}
+            fields["phrases"] = ((term,),)
+            return terms
+        return cls._of_phrases(text)
+
+    @classmethod
+    def _of_phrases(cls, text: str) -> Terms:
+        """:meth:`of`, the general way: from the query's phrases."""
         found = query_phrases(text)
         kept = [p for p in found if len(p) > 1 or p[0] not in STOPWORDS] or list(found)
         forms: Dict[str, set[str]] = {}
@@ -104,12 +126,37 @@ class Terms:
         of their words, which FTS5 matches as a phrase.
         """
         chosen = self.all_phrases if phrases is None else phrases
+        if len(chosen) == 1 and len(chosen[0]) == 1:  # one word (the usual keyword search)
+            return '"' + min(self.forms[chosen[0][0]]).replace('"', '""') + '"'
+        return self._expression(chosen)
+
+    def _expression(self, chosen: Sequence[Tuple[str, ...]]) -> str:
+        """:meth:`match_expression` of ``chosen``, the general way."""
         quoted = (" ".join(min(self.forms[term]) for term in phrase) for phrase in chosen)
         return " OR ".join('"' + words.replace('"', '""') + '"' for words in quoted)
 
 
 class StaleIndex(Exception):
     """The keyword index missed writes (made without it): rebuild it, then read again."""
+
+
+@lru_cache(maxsize=64)
+def _counts_sql(corpus: Corpus, stems: int) -> str:
+    """The statement of :func:`document_counts` for a keyword index and a number of
+    stems, made once (a query has at most 64 phrases of at most 4 stems: ``text.py``)."""
+    parts = [
+        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
+        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
+    ]
+    lookup = f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?"
+    parts.extend(lookup for _ in range(stems))
+    return " UNION ALL ".join(parts)
+
+
+def _check_state(state: object) -> None:
+    # engine_info.fts_state: anything but "ok" means the index missed writes.
+    if state != FTS_OK:
+        raise StaleIndex(state)
 
 
 def document_counts(
@@ -125,16 +172,10 @@ def document_counts(
     statistics are read.
     """
     counts = dict.fromkeys(stems, 0)
-    parts = [
-        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
-        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
-    ]
-    parts.extend(f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?" for _ in stems)
     stats = Stats(0, 0)
-    for kind, term, value in conn.execute(" UNION ALL ".join(parts), tuple(stems)):
+    for kind, term, value in conn.execute(_counts_sql(corpus, len(stems)), tuple(stems)):
         if kind == 0:
-            if value != FTS_OK:
-                raise StaleIndex(value)
+            _check_state(value)
         elif kind == 1:
             stats = stats_of(value)
         else:
@@ -142,16 +183,12 @@ def document_counts(
     return stats, counts
 
 
-def _fts_rows(
-    conn: sqlite3.Connection,
-    corpus: Corpus,
-    expression: str,
-    where: Condition,
-    order: Optional[str],
-    size: int,
-) -> List[Row]:
+@lru_cache(maxsize=256)
+def _candidate_sql(corpus: Corpus, where_sql: str, order: Optional[str]) -> str:
+    """The statement of :func:`_fts_rows` for a keyword index, a filter condition and an
+    order, made once (a condition's text depends only on which filter fields are
+    set, and how many values a list holds, so few are ever made)."""
     a = corpus.alias
-    where_sql, where_params = where
     # Rows come whole, with their text: scores are computed from it in
     # Python (bm25.score_rows), so nothing else of the index is read.
     # CROSS JOIN keeps the keyword index the outer loop. Without statistics
@@ -165,7 +202,20 @@ def _fts_rows(
     )
     if order is not None:
         sql += f" ORDER BY {order}"
-    return conn.execute(sql + " LIMIT ?", (expression, *where_params, size)).fetchall()
+    return sql + " LIMIT ?"
+
+
+def _fts_rows(
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    expression: str,
+    where: Condition,
+    order: Optional[str],
+    size: int,
+) -> List[Row]:
+    where_sql, where_params = where
+    sql = _candidate_sql(corpus, where_sql, order)
+    return conn.execute(sql, (expression, *where_params, size)).fetchall()
 
 
 def _best_rows(

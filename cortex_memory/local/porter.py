@@ -220,7 +220,6 @@ def _stem_bytes(token: bytes) -> bytes:
     return bytes(word)
 
 
-@lru_cache(maxsize=131072)
 def stem(token: str) -> str:
     """The stem SQLite's ``porter`` tokenizer gives the (already folded) ``token``.
 
@@ -228,8 +227,15 @@ def stem(token: str) -> str:
     """
     if not "a" <= token[-1:] <= "z":
         # Every rule removes or replaces an ASCII letter suffix: a token that
-        # ends otherwise (a number, "v2", a word ending in "é") stays as it is.
+        # ends otherwise (a number, "v2", a word ending in "é") stays as it is,
+        # and the cache (a lookup into a large table) is left for the others.
         return token
+    return _stem(token)
+
+
+@lru_cache(maxsize=131072)
+def _stem(token: str) -> str:
+    """:func:`stem` of a token ending in an ASCII letter."""
     raw = token.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_TOKEN or len(raw) < 3:
         return token

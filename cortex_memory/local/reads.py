@@ -23,6 +23,7 @@ from cortex_memory.contract import (
     Exported,
     ExportPage,
     FetchMode,
+    FetchPage,
     Hit,
     ListPage,
     MetaFilter,
@@ -42,7 +43,7 @@ from cortex_memory.local.rows import (
     item_of,
     kind_of,
     meta_of,
-    scored_hit,
+    page_hits,
 )
 from cortex_memory.local.search import Query, Ranking, VectorSpace, hint_window, rank
 from cortex_memory.local.sqlfilter import filter_condition, reach_condition
@@ -52,6 +53,7 @@ __all__ = [
     "MAX_PAGE",
     "Ranking",
     "export_page",
+    "fetch_page",
     "get_hits",
     "keyset_after",
     "list_page",
@@ -186,18 +188,30 @@ def ranked_hits(
         conn, ITEMS, mode, query, filter_condition(flt, tenant), space,
         use_fts=use_fts, offset=offset, size=size, window=hint_window(hint), bounded=bounded,
     )
-    out: List[Tuple[Hit, str]] = []
-    rows = ranking.rows
-    for seq, score in ranking.page:
-        row = rows.get(seq)
-        if row is None:  # pragma: no cover - the ranking read it in this snapshot
-            continue
-        item_json = str(row[5])
-        meta = meta_of(str(row[1]), item_json)
-        if flt.matches(kind_of(row[2]), meta):
-            out.append((scored_hit(row, meta, score), item_json))
+    out = page_hits(ranking.page, ranking.rows, flt)
     more = f"o{offset + len(ranking.page)}" if ranking.more else None
     return out, more, ranking
+
+
+def fetch_page(hits: Sequence[Hit], cursor: Optional[str], beliefs: Sequence[Hit]) -> FetchPage:
+    """``FetchPage(tuple(hits), cursor, tuple(beliefs))``, its fields set directly.
+
+    Every hit comes from :func:`ranked_hits` or the beliefs layer (``Hit``
+    instances: ``rows.scored_hit``, ``rows.hit_of``, ``beliefs.belief_hit``) and the cursor
+    is :func:`ranked_hits`' ``str`` or None, so ``FetchPage``'s checks (tuples
+    of ``Hit``, an optional ``str``) could neither fail nor change anything;
+    they cost more than the rest of a page's assembly. Fields left at their
+    defaults are read from the class, as ``cortex/engine/listing.py`` builds
+    ``ListPage``.
+    """
+    page = object.__new__(FetchPage)
+    fields = page.__dict__
+    fields["hits"] = tuple(hits)
+    if cursor is not None:
+        fields["next_cursor"] = cursor
+    if beliefs:
+        fields["beliefs"] = tuple(beliefs)
+    return page
 
 
 def term_rarity(query: Query, ranking: Ranking) -> Optional[Dict[str, float]]:

@@ -9,10 +9,11 @@ as an item is an ``EngineError`` naming its id, never a crash.
 from __future__ import annotations
 
 import json
-from typing import Callable, Optional, Sequence, Tuple, cast
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple, cast
 
-from cortex_memory.contract import Hit, ItemKind, MemoryMeta, StoreItem, is_blank
+from cortex_memory.contract import Hit, ItemKind, MemoryMeta, MetaFilter, StoreItem, is_blank
 from cortex_memory.contract.jsonfmt import to_f32
+from cortex_memory.contract.meta import common_meta
 from cortex_memory.errors import EngineError, InvalidRequestError
 from cortex_memory.local.corpus import ITEMS
 
@@ -24,6 +25,7 @@ __all__ = [
     "item_of",
     "kind_of",
     "meta_of",
+    "page_hits",
     "scored_hit",
 ]
 
@@ -145,6 +147,75 @@ def scored_hit(row: Sequence[object], meta: MemoryMeta, score: float) -> Hit:
     fields["meta"] = meta
     fields["score"] = to_f32(score)
     fields["confidence"] = None if confidence is None else to_f32(confidence)
+    return out
+
+
+def _engine_meta(item_json: str) -> Optional[MemoryMeta]:
+    """The meta of a stored item's JSON as the engine writes it (no white space
+    around it, a non-empty ``meta`` object holding only common members), or None.
+
+    For such JSON, ``meta_of`` decodes the same value with the same scanner and
+    ``MemoryMeta.from_json`` answers what :func:`~cortex_memory.contract.meta.common_meta`
+    does; None sends the caller to ``meta_of`` (and its errors).
+    """
+    try:
+        value, end = _SCAN(item_json, 0)
+    except (StopIteration, ValueError):
+        return None
+    if end != len(item_json) or type(value) is not dict:
+        return None
+    meta = value.get("meta")
+    return common_meta(meta) if type(meta) is dict and meta else None
+
+
+def page_hits(
+    page: Sequence[Tuple[int, float]], rows: Mapping[int, Sequence[object]], flt: MetaFilter
+) -> List[Tuple[Hit, str]]:
+    """``(hit, item_json)`` for each ``(seq, score)`` of a ranked page whose row
+    (of :data:`HIT_COLUMNS`, in ``rows``) ``flt`` admits, in page order.
+
+    The general way, for each row: :func:`meta_of`, ``flt.matches``, then
+    :func:`scored_hit`. A row read from ``items`` has its values' exact types
+    (``str`` id, text and JSON, a known kind, a ``float`` or no confidence) and
+    the engine's own JSON: then its meta is :func:`_engine_meta`'s and its hit
+    is built as :func:`scored_hit` builds it, with no call per step (a ranked
+    read does this for every hit of its page). Any other row takes the general
+    way, so a row that is not readable fails as it always did (tested against
+    it).
+    """
+    out: List[Tuple[Hit, str]] = []
+    kinds = _KINDS
+    matches = flt.matches
+    for seq, score in page:
+        row = rows.get(seq)
+        if row is None:  # pragma: no cover - the ranking read it in this snapshot
+            continue
+        item_id, stored_kind, text, confidence, item_json = row[1], row[2], row[3], row[4], row[5]
+        kind = kinds.get(stored_kind) if type(stored_kind) is str else None
+        if (
+            kind is not None
+            and type(item_id) is str
+            and type(text) is str
+            and type(item_json) is str
+            and (confidence is None or type(confidence) is float)
+        ):
+            meta = _engine_meta(item_json)
+            if meta is not None:
+                if matches(kind, meta):
+                    hit = object.__new__(Hit)
+                    fields = hit.__dict__
+                    fields["id"] = item_id
+                    fields["kind"] = kind
+                    fields["text"] = text
+                    fields["meta"] = meta
+                    fields["score"] = to_f32(score)
+                    fields["confidence"] = None if confidence is None else to_f32(confidence)
+                    out.append((hit, item_json))
+                continue
+        item_json = str(row[5])  # the general way
+        meta = meta_of(str(row[1]), item_json)
+        if matches(kind_of(row[2]), meta):
+            out.append((scored_hit(row, meta, score), item_json))
     return out
 
 

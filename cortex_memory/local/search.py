@@ -80,7 +80,16 @@ class Query:
         """Prepare ``text``; ``vector`` is its packed embedding (see ``embedders.pack``)."""
         if vector is not None and not any(vector):
             vector = None  # a text with nothing to embed is similar to nothing
-        return cls(text, Terms.of(text), vector)
+        if cls is not Query:
+            return cls(text, Terms.of(text), vector)
+        # What the dataclass's __init__ does (it checks nothing), without its
+        # frozen-field setters: every fetch prepares a query.
+        query = object.__new__(Query)
+        fields = query.__dict__
+        fields["text"] = text
+        fields["terms"] = Terms.of(text)
+        fields["vector"] = vector
+        return query
 
 
 @dataclass(frozen=True)

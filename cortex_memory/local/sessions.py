@@ -23,12 +23,11 @@ from cortex_memory.local.bounded import bounded
 from cortex_memory.local.connections import (
     ConnectionPool,
     open_connection,
-    read_transaction,
     sqlite_errors,
     write_transaction,
 )
 from cortex_memory.local.embedders import Embedder
-from cortex_memory.local.files import MEMORY, check_path, shown, warn_if_shared
+from cortex_memory.local.files import MEMORY, check_path, rollback, shown, warn_if_shared
 from cortex_memory.local.lexical import StaleIndex
 from cortex_memory.local.schema import (
     ensure_schema,
@@ -139,6 +138,24 @@ class EngineSessions:
                 self._ensure_ready(conn)
                 yield conn
 
+    def _ranked_call(
+        self, action: str, deadline: Deadline, read: Callable[[sqlite3.Connection, bool], _T]
+    ) -> _T:
+        """:meth:`_ranked_read` in a session of its own (what ``with self._session(action,
+        deadline) as conn`` around it does).
+
+        The session's context managers are entered in one ``with`` statement,
+        not through the generator of :meth:`_session`: fetch and beliefs run
+        here, and a generator's context manager costs a few µs a call.
+        """
+        with sqlite_errors(action), self._pool.connection(deadline) as conn:
+            if deadline.bounded:
+                with bounded(conn, deadline, action, self._timeout):
+                    self._ensure_ready(conn)
+                    return self._ranked_read(conn, read)
+            self._ensure_ready(conn)
+            return self._ranked_read(conn, read)
+
     def _ranked_read(
         self, conn: sqlite3.Connection, read: Callable[[sqlite3.Connection, bool], _T]
     ) -> _T:
@@ -152,11 +169,17 @@ class EngineSessions:
         with self._init_lock:
             use_fts = self._fts
         for _attempt in range(REBUILDS):
+            # connections.read_transaction, written out (a generator's context
+            # manager costs a few µs, and every fetch runs here): the rollback
+            # comes before the rebuild, as the ``with`` block's exit did.
+            conn.execute("BEGIN")
             try:
-                with read_transaction(conn):
-                    return read(conn, use_fts)
+                return read(conn, use_fts)
             except StaleIndex:
-                rebuild_fts(conn)
+                pass
+            finally:
+                rollback(conn)
+            rebuild_fts(conn)
         raise UnavailableError(
             "the local keyword index kept being written without (rebuilt "
             f"{REBUILDS} times while reading); try again"

@@ -146,8 +146,30 @@ def _in(column: str, values: Sequence[str], params: List[object]) -> str:
     return f"{column} IN ({_marks(len(values))})"
 
 
+#: The condition made last, and what it was made of: a filter is immutable (a
+#: frozen dataclass of immutable values), and every call of an engine without
+#: a filter, or reusing one, asks for the same condition again. Kept whole in
+#: one tuple, so threads never see one filter's condition under another.
+_last: Tuple[object, str, str, str, Tuple[object, ...]] = (None, "", "", "", ())
+
+
 def filter_condition(flt: MetaFilter, tenant: str, alias: str = "c") -> Condition:
-    """The SQL condition selecting ``tenant``'s rows that ``flt`` admits."""
+    """The SQL condition selecting ``tenant``'s rows that ``flt`` admits.
+
+    The same filter object (and tenant and alias) as the last call gets the
+    condition made then (its parameters in a new list).
+    """
+    global _last
+    last = _last
+    if last[0] is flt and last[1] == tenant and last[2] == alias:
+        return last[3], list(last[4])
+    sql, params = _condition(flt, tenant, alias)
+    _last = (flt, tenant, alias, sql, tuple(params))
+    return sql, params
+
+
+def _condition(flt: MetaFilter, tenant: str, alias: str) -> Condition:
+    """:func:`filter_condition`, made afresh."""
     clauses = [f"{alias}.tenant = ?"]
     params: List[object] = [tenant]
     if flt.kinds:

@@ -67,7 +67,7 @@ def test_a_lone_term_scores_in_one_pass_what_the_general_loop_does(
     quick = bm25.score_rows(terms, by_seq, counts, stats)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bm25, "_score_lone", _must_not_run)
-        patch.setattr(bm25, "_BATCH_CHARS", 0)  # the general loop, a batch per text
+        patch.setattr(bm25, "BATCH_CHARS", 0)  # the general loop, a batch per text
         general = bm25.score_rows(terms, by_seq, counts, stats)
     assert quick == general  # the same floats, in the same order
 
@@ -100,7 +100,7 @@ def test_texts_outside_ascii_and_batches_give_the_same_scores(
     terms = Terms.of("shipping plan")
     counts = {"ship": 120, "plan": 300}
     once = bm25.score_rows(terms, texts, counts, stats)
-    monkeypatch.setattr(bm25, "_BATCH_CHARS", 100)  # a batch per text or two
+    monkeypatch.setattr(bm25, "BATCH_CHARS", 100)  # a batch per text or two
     batched = bm25.score_rows(terms, texts, counts, stats)
     monkeypatch.setattr(bm25, "scan_heads", lambda terms: None)
     whole = bm25.score_rows(terms, texts, counts, stats)

@@ -6,6 +6,8 @@ import sqlite3
 from typing import List
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cortex_memory.contract import (
     ForgetIds,
@@ -17,8 +19,8 @@ from cortex_memory.contract import (
     Reach,
     StoreItem,
 )
-from cortex_memory.local import LocalEngine
-from cortex_memory.local.corpus import ITEMS, decode_varints, read_stats
+from cortex_memory.local import LocalEngine, lexical
+from cortex_memory.local.corpus import ITEMS, Stats, decode_varints, read_stats, stats_of
 from cortex_memory.local.store import id_key
 
 from .conftest import EngineFactory
@@ -115,6 +117,38 @@ def test_varints_decode_like_sqlite() -> None:
     nine = b"\xff" * 8 + b"\x01"  # the ninth byte counts all 8 bits
     assert decode_varints(nine) == [(((1 << 56) - 1) << 8) | 1]
     assert decode_varints(b"\x05\x81") == [5]  # a cut-off varint is left out
+
+
+_RECORDS = [b"", b"\x00", b"\x03", b"\x82", b"\x82$\x85\xa7`", b"\x03\x09", b"\x03\x0a",
+            b"\x03\x09\x01"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_RECORDS), st.binary(max_size=5), st.none(),
+                          st.just("\x03\x09")), max_size=10))
+def test_statistics_are_those_of_the_record_asked_whatever_came_before(
+    blocks: List[object]
+) -> None:
+    # stats_of remembers the record it decoded last: a record asked again, or
+    # another one, must give its own statistics.
+    for block in blocks:
+        values = decode_varints(block) if isinstance(block, bytes) else []
+        expected = Stats(values[0], values[1]) if len(values) >= 2 else Stats(0, 0)
+        assert stats_of(block) == expected
+
+
+def test_term_counts_follow_the_stems_asked(mem: LocalEngine) -> None:
+    mem.store_many([StoreItem.document(t) for t in ("ship plan", "plan tree", "tree", "plan")])
+    if not mem.uses_fts:
+        pytest.skip("this SQLite build has no FTS5")
+    wanted = {"ship": 1, "plan": 3, "tree": 2, "desk": 0}
+    with mem._session("testing") as conn:
+        # Statements are made once per number of stems: asking for other stems,
+        # in another order, or fewer, reads what is asked.
+        for stems in (["ship"], ["plan", "ship"], [], ["desk", "tree", "plan"], ["tree"]):
+            stats, counts = lexical.document_counts(conn, ITEMS, stems)
+            assert counts == {stem: wanted[stem] for stem in stems}
+            assert (stats.docs, stats.words) == (4, 6)
 
 
 def test_keyword_statistics_follow_the_index(make_engine: EngineFactory, db_path: str) -> None:

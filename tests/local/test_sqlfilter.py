@@ -232,3 +232,25 @@ def test_the_tags_column_is_exact(tags: List[str], wanted: str) -> None:
         assert found.fetchone()[0] == (1 if wanted in tags else 0)
     finally:
         conn.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(filters, min_size=1, max_size=3),
+       st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["t1", "t2"]),
+                          st.sampled_from(["c", "b"])), max_size=12))
+def test_the_condition_remembered_is_the_one_asked(
+    made: List[MetaFilter], calls: List[Tuple[int, str, str]]
+) -> None:
+    # filter_condition remembers the condition it made last: the same filter
+    # object (or an equal one, another object), tenant or alias asked in any
+    # order must give its own condition, and a caller changing the parameters
+    # it got changes nobody else's.
+    from cortex_memory.local.sqlfilter import _condition
+
+    pool = [*made, MetaFilter(**{f: getattr(made[0], f) for f in ("reach", "workspace")})]
+    for index, tenant, alias in calls:
+        flt = pool[min(index, len(pool) - 1)]
+        sql, params = filter_condition(flt, tenant, alias)
+        assert (sql, params) == _condition(flt, tenant, alias)
+        params.append("changed by the caller")
+        assert filter_condition(flt, tenant, alias) == _condition(flt, tenant, alias)
