@@ -44,7 +44,6 @@ __all__ = [
     "LARGE_WRITE_CHARS",
     "SMALL_CACHE_KIB",
     "open_connection",
-    "read_transaction",
     "small_cache",
     "sqlite_errors",
     "write_transaction",
@@ -152,16 +151,6 @@ def small_cache(conn: sqlite3.Connection, large: bool) -> Iterator[sqlite3.Conne
         yield conn
     finally:
         conn.execute(f"PRAGMA cache_size = {-CACHE_KIB}")
-
-
-@contextlib.contextmanager
-def read_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A deferred transaction: the statements inside see one snapshot."""
-    conn.execute("BEGIN")
-    try:
-        yield conn
-    finally:
-        rollback(conn)
 
 
 class ConnectionPool:

@@ -169,9 +169,10 @@ class EngineSessions:
         with self._init_lock:
             use_fts = self._fts
         for _attempt in range(REBUILDS):
-            # connections.read_transaction, written out (a generator's context
-            # manager costs a few µs, and every fetch runs here): the rollback
-            # comes before the rebuild, as the ``with`` block's exit did.
+            # A deferred transaction (one snapshot for every statement of the
+            # read), written out rather than through a generator's context
+            # manager (a few µs, and every fetch runs here); it is rolled back
+            # before a rebuild.
             conn.execute("BEGIN")
             try:
                 return read(conn, use_fts)
