@@ -8,7 +8,9 @@ how many words they have in all. The FTS5 index keeps both itself, in step
 with every insert and delete (its *averages record*, row 1 of its ``_data``
 table: SQLite varints, the row count then each column's token total), so the
 engine keeps no counters of its own and a write counts no words:
-:func:`read_stats` decodes that record. Without FTS5 the fallback ranking
+:func:`read_stats` decodes that record. The few item rows a one-item store
+left for the index to take in bulk (:mod:`cortex_memory.local.pending`) are
+counted by the read that meets them. Without FTS5 the fallback ranking
 reads every row anyway and counts them as it goes.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 __all__ = [
     "BELIEFS",
@@ -48,6 +50,9 @@ class Corpus:
     vocab: str  # its fts5vocab table (terms and document counts)
     vectors: str  # (seq, model, vec) rows
     observed: bool  # rows have ``observed_us`` (time hints apply)
+    # The table of rows not yet in the FTS5 index (``local/pending.py``), for
+    # the corpus whose one-row writes wait to be indexed in bulk (items).
+    pending: Optional[str] = None
 
     @property
     def cjk(self) -> str:
@@ -76,7 +81,7 @@ ITEMS = Corpus(
     "items", "items", "c", "c.text",
     "c.seq, c.id, c.kind, c.text, c.confidence, c.item_json, c.thread_id, c.turns_first, "
     "c.turns_last",
-    "items_fts", "items_vocab", "item_vectors", True,
+    "items_fts", "items_vocab", "item_vectors", True, "items_pending",
 )  # fmt: skip
 BELIEFS = Corpus(
     "beliefs", "beliefs", "b", "b.text", "b.seq, b.id, b.namespace, b.text, b.miss",

@@ -1,6 +1,6 @@
 """The local database's tables and indexes, as SQL, and the constants that name them.
 
-Layout (schema version 3), made so that storing an item writes few pages:
+Layout (schema version 4), made so that storing an item writes few pages:
 
 - ``items``: one row per stored item and tenant, everything in it: ``seq``
   (insertion order, the key every other table refers to; given out by the
@@ -31,6 +31,13 @@ Layout (schema version 3), made so that storing an item writes few pages:
   tokenizer, and its vocabulary (how many rows hold each stem). Present only
   when the SQLite build has FTS5. Its own row and token counts are BM25's
   corpus statistics (``corpus.read_stats``).
+- ``items_pending``: ``(seq, words)`` of the item rows the FTS5 index does
+  not hold yet, and how many words the index will count in each: short
+  items stored one at a time, which the index takes in bulk once there are
+  :data:`~cortex_memory.local.pending.PENDING_ROWS` of them (or with the
+  next batch, or a rebuild). Every item row of an indexed file is in the
+  index or here, never both; readers read these rows with the index
+  (:mod:`cortex_memory.local.pending`).
 - ``beliefs``, ``belief_sources``, ``belief_vectors``, ``beliefs_cjk``,
   ``beliefs_fts_text``, ``beliefs_fts`` (+ ``beliefs_vocab``): consolidated
   beliefs, ranked and indexed like items.
@@ -66,6 +73,7 @@ __all__ = [
     "ITEM_INDEXES",
     "KEYWORD_CORPORA",
     "LOCAL_FILE",
+    "PENDING_TABLE",
     "SCHEMA_VERSION",
     "SEQ_FLOOR",
     "TOKENIZER",
@@ -76,7 +84,7 @@ __all__ = [
 ]
 
 #: The schema this library writes and reads.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: The local engine's kind of file. Files written before application ids
 #: (schema 1 and 2) are recognised by their ``engine_info`` and ``items`` tables.
@@ -131,6 +139,11 @@ BELIEFS_TABLE = """CREATE TABLE beliefs (
     text TEXT NOT NULL,
     UNIQUE (tenant, namespace, key)
 )"""
+
+#: The item rows the keyword index does not hold yet (schema 4).
+PENDING_TABLE = (
+    "CREATE TABLE items_pending (seq INTEGER PRIMARY KEY, words INTEGER NOT NULL)"
+)
 
 COMMON_TABLES = (
     "CREATE TABLE engine_info (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -197,7 +210,7 @@ def create_fts(conn: sqlite3.Connection) -> None:
 def create_schema(conn: sqlite3.Connection, use_fts: bool) -> None:
     """Create every table of a new file at :data:`SCHEMA_VERSION` (the keyword
     indexes only when ``use_fts``) and record the version."""
-    for statement in (*COMMON_TABLES, ITEMS_TABLE, *ITEM_INDEXES, BELIEFS_TABLE,
+    for statement in (*COMMON_TABLES, ITEMS_TABLE, *ITEM_INDEXES, PENDING_TABLE, BELIEFS_TABLE,
                       *BELIEF_INDEXES, *_SOURCES, *keyword_sources(ITEMS),
                       *keyword_sources(BELIEFS)):  # fmt: skip
         conn.execute(statement)

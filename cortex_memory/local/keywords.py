@@ -17,7 +17,9 @@ from __future__ import annotations
 import sqlite3
 from typing import List, Sequence, Tuple
 
+from cortex_memory.local import pending
 from cortex_memory.local.corpus import Corpus
+from cortex_memory.local.pending import PENDING_CHARS
 from cortex_memory.local.text import has_cjk, index_chunks, index_size, index_text
 
 __all__ = ["add_long", "add_one", "add_short", "drop"]
@@ -52,12 +54,21 @@ def add_one(
     cursor: sqlite3.Cursor, corpus: Corpus, seq: int, text: str, *, fts: bool
 ) -> None:
     """Index one short ``(seq, text)`` row just written: :func:`add_short` of one row,
-    through the caller's cursor (a one-item store's statements share it)."""
+    through the caller's cursor (a one-item store's statements share it).
+
+    With ``fts``, a text under :data:`~cortex_memory.local.pending.PENDING_CHARS`
+    characters of a corpus that keeps pending rows is left for the index to
+    take in bulk (:func:`~cortex_memory.local.pending.defer`).
+    """
     spaced = index_text(text)
     if spaced is not None:
         cursor.execute(f"INSERT INTO {corpus.cjk} (seq, text) VALUES (?, ?)", (seq, spaced))
         text = spaced
-    if fts:
+    if not fts:
+        return
+    if corpus.pending is not None and len(text) < PENDING_CHARS:
+        pending.defer(cursor, corpus, seq, text)
+    else:
         cursor.execute(f"INSERT INTO {corpus.fts} (rowid, text) VALUES (?, ?)", (seq, text))
 
 
@@ -127,14 +138,19 @@ def drop(conn: sqlite3.Connection, corpus: Corpus, seqs: Sequence[object], marks
     the ``seq`` of those that exist.
 
     Deleting from an external-content FTS5 index needs the text exactly as it
-    was indexed: read from the view, before its CJK row goes.
+    was indexed: read from the view, before its CJK row goes. A row still
+    pending (:mod:`~cortex_memory.local.pending`) leaves the pending rows.
     """
+    # A pending row is not in the index: it only leaves the pending rows (an
+    # external-content index must never be asked to delete a row it lacks).
+    waiting = set() if corpus.pending is None else pending.discard(conn, corpus, seqs, marks)
     if fts:
         rows = conn.execute(
             f"SELECT seq, text FROM {corpus.indexed} WHERE seq IN ({marks})", seqs
         ).fetchall()
         conn.executemany(
-            f"INSERT INTO {corpus.fts} ({corpus.fts}, rowid, text) VALUES ('delete', ?, ?)", rows
+            f"INSERT INTO {corpus.fts} ({corpus.fts}, rowid, text) VALUES ('delete', ?, ?)",
+            [row for row in rows if row[0] not in waiting] if waiting else rows,
         )
         found = [int(row[0]) for row in rows]
         # Only a text with CJK characters has a row there (most deletes: none).

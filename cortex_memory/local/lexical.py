@@ -49,6 +49,7 @@ __all__ = [
     "candidates",
     "document_counts",
     "fallback_candidates",
+    "index_counts",
 ]
 
 #: The rows a bounded plan lets SQLite rank: the rarest terms make candidates
@@ -148,6 +149,8 @@ def _counts_sql(corpus: Corpus, stems: int) -> str:
         "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
         f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
     ]
+    if corpus.pending is not None:
+        parts.append(f"SELECT 3, count(*), total(words) FROM {corpus.pending}")
     lookup = f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?"
     parts.extend(lookup for _ in range(stems))
     return " UNION ALL ".join(parts)
@@ -162,7 +165,18 @@ def _check_state(state: object) -> None:
 def document_counts(
     conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
 ) -> Tuple[Stats, Dict[str, int]]:
-    """The corpus statistics and the rows holding each stem (0 when absent), in one read.
+    """The index's statistics and the rows of it holding each stem (0 when absent),
+    in one read (:func:`index_counts` without the pending rows)."""
+    stats, counts, _pending = index_counts(conn, corpus, stems)
+    return stats, counts
+
+
+def index_counts(
+    conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
+) -> Tuple[Stats, Dict[str, int], Tuple[int, int]]:
+    """The keyword index's statistics, the rows it holds with each stem (0 when
+    absent), and how many rows are pending (not in it yet: :mod:`.pending`) with
+    how many words they hold, in one read.
 
     The same statement checks that the index is up to date (``fts_state``)
     and raises :class:`StaleIndex` when it is not. Each stem is looked up by
@@ -173,14 +187,17 @@ def document_counts(
     """
     counts = dict.fromkeys(stems, 0)
     stats = Stats(0, 0)
+    pending = (0, 0)
     for kind, term, value in conn.execute(_counts_sql(corpus, len(stems)), tuple(stems)):
         if kind == 0:
             _check_state(value)
         elif kind == 1:
             stats = stats_of(value)
+        elif kind == 3:
+            pending = (int(term), int(value))
         else:
             counts[str(term)] = int(value)
-    return stats, counts
+    return stats, counts, pending
 
 
 @lru_cache(maxsize=256)

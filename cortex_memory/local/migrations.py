@@ -27,6 +27,7 @@ from cortex_memory.local.ddl import (
     ITEM_INDEXES,
     ITEMS_TABLE,
     KEYWORD_CORPORA,
+    PENDING_TABLE,
     SEQ_FLOOR,
     create_fts,
     keyword_sources,
@@ -163,6 +164,20 @@ def _migrate_3(conn: sqlite3.Connection, use_fts: bool) -> None:
 
 
 MIGRATIONS[3] = _migrate_3
+
+
+def _migrate_4(conn: sqlite3.Connection, use_fts: bool) -> None:
+    """Version 3 → 4: ``items_pending``, the item rows the keyword index takes later.
+
+    A new, empty table: every row of a version 3 file is already in its index
+    (or the index is stale or absent, and its next rebuild takes every row).
+    Nothing stored changes.
+    """
+    conn.execute(PENDING_TABLE)
+    conn.execute("UPDATE engine_info SET value = '4' WHERE key = 'schema_version'")
+
+
+MIGRATIONS[4] = _migrate_4
 
 
 def _compact_json(item_json: str) -> str:

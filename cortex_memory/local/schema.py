@@ -105,6 +105,8 @@ def rebuild_fts(conn: sqlite3.Connection) -> None:
         _log.info("rebuilding the local keyword index (state was %s)", state)
         for corpus in KEYWORD_CORPORA:
             conn.execute(f"INSERT INTO {corpus.fts} ({corpus.fts}) VALUES ('rebuild')")
+            if corpus.pending is not None:  # the rebuilt index holds them too
+                conn.execute(f"DELETE FROM {corpus.pending}")
         conn.execute("UPDATE engine_info SET value = ? WHERE key = 'fts_state'", (FTS_OK,))
 
 

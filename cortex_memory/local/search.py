@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from zoneinfo import ZoneInfo
 
 from cortex_memory.contract import FetchMode, TimeHint
+from cortex_memory.local import pending
 from cortex_memory.local.bm25 import needs_counts, score_rows
 from cortex_memory.local.context import with_context
 from cortex_memory.local.corpus import ITEMS, TEXT_COLUMN, Corpus, Row, Stats
@@ -36,8 +37,8 @@ from cortex_memory.local.embedders import Embedder
 from cortex_memory.local.lexical import (
     Terms,
     candidates,
-    document_counts,
     fallback_candidates,
+    index_counts,
 )
 from cortex_memory.local.sqlfilter import Condition, micros
 from cortex_memory.local.vectors import (
@@ -187,12 +188,16 @@ def _keyword(
     counts: Optional[Dict[str, int]]
     if use_fts:
         wanted = query.terms.stems if needs_counts(query.terms, bounded) else ()
-        stats, counts = document_counts(conn, corpus, wanted)
+        stats, counts, waiting = index_counts(conn, corpus, wanted)
         if not wanted:
             counts = None
         found = candidates(conn, corpus, query.terms, where, size, bounded=bounded, counts=counts)
         texts: Dict[int, str] = {row[0]: row[TEXT_COLUMN] for row in found}
         ranking.rows.update(zip(texts, found))  # seqs are unique: texts is in row order
+        if waiting[0]:  # rows the index takes later: read with it, counted as it will
+            stats, counts = pending.merge(
+                conn, corpus, wanted, where, stats, counts, waiting, texts
+            )
     else:
         texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
     ranking.stats, ranking.counts = stats, counts

@@ -44,7 +44,7 @@ from cortex_memory.contract import (
     TextBody,
 )
 from cortex_memory.contract.jsonfmt import c_dumps
-from cortex_memory.local import beliefs, keywords
+from cortex_memory.local import beliefs, keywords, pending
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.sqlfilter import micros, namespace_key, service_depth, tags_key
 from cortex_memory.local.vectors import bump_epoch, delete_vectors
@@ -309,6 +309,8 @@ def insert_many(
         else:
             conn.executemany(_insert_item(present), rows)
     keyed = [(s, i.text) for s, i in zip(seqs, items)]
+    if fts:  # the batch writes an index segment anyway: the pending rows join it
+        pending.flush(conn, ITEMS)
     if any_long:
         keywords.add_long(conn, ITEMS, keyed, first, first + len(items), fts=fts)
     else:

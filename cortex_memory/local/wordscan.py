@@ -29,7 +29,7 @@ from typing import (
 )
 
 from cortex_memory.local.lexical import Terms
-from cortex_memory.local.text import stems_of
+from cortex_memory.local.text import stems_of, words_of
 
 __all__ = [
     "BATCH_CHARS",
@@ -41,6 +41,7 @@ __all__ = [
     "scan_batch",
     "scan_heads",
     "scan_one",
+    "word_count",
     "words_from",
 ]
 
@@ -211,3 +212,12 @@ def joined_texts(
         joined = " " + " ".join(texts)
     starts = list(accumulate([len(text) + 1 for text in texts], initial=1))
     return joined.lower(), joined.encode("ascii").translate(WORD_BYTES), starts
+
+
+def word_count(text: str) -> int:
+    """How many words ``text`` has, as ``len(text.words_of(text))`` counts them (and
+    the index's tokenizer): for an ASCII text, its runs of letters and digits,
+    counted in C."""
+    if text.isascii():
+        return (b" " + text.encode("ascii")).translate(WORD_BYTES).count(b" a")
+    return len(words_of(text))

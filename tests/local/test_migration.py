@@ -155,7 +155,7 @@ def test_a_schema_2_file_migrates_and_its_cjk_words_are_found(v2_file: str, fts:
         assert _keyword(other, "租户") == ["另一个租户的笔记：发布在周二。"]
     conn = sqlite3.connect(v2_file)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
         held = {row[0] for row in conn.execute("SELECT seq FROM items_cjk")}
         texts = dict(conn.execute("SELECT seq, text FROM items").fetchall())
         assert held == {seq for seq, text in texts.items() if not text.isascii()}
@@ -172,3 +172,51 @@ def test_a_schema_2_file_written_without_the_index_gets_one(v2_file: str) -> Non
     with LocalEngine(v2_file) as engine:
         assert _keyword(engine, "索引") == ["没有索引时写的笔记。"]
         assert len(_keyword(engine, "公园")) == 1
+
+
+# -- schema 3 -> 4 --------------------------------------------------------------------
+#
+# ``data/schema_v3.sqlite3`` was written by cortex_memory at commit 92da3ae (schema 3,
+# which indexed every item as it was stored) with ``data/make_schema_v3.py``: items
+# stored one at a time and in a batch, Chinese and English text, a conversation, a
+# learning, tags, a namespace, a forgotten item, beliefs and a second tenant;
+# ``data/schema_v3_export.json`` is what that release exported from it.
+
+
+@pytest.fixture
+def v3_file(tmp_path: Path) -> str:
+    return _private_copy("schema_v3.sqlite3", tmp_path)
+
+
+@pytest.mark.parametrize("fts", [True, False])
+def test_a_schema_3_file_migrates_and_new_short_notes_wait_for_the_index(
+    v3_file: str, fts: bool
+) -> None:
+    before = json.loads((DATA / "schema_v3_export.json").read_text(encoding="utf-8"))
+    with LocalEngine(v3_file, use_fts=fts) as engine:
+        assert engine.health().ok
+        assert _everything(engine) == before
+        assert _keyword(engine, "公园") == [before[0]["body"]["text"]]
+        assert _keyword(engine, "parked") == ["Parked on level 3, spot B12."]
+        assert _keyword(engine, "forgotten") == []
+        assert _keyword(engine, "lighthouse") == [
+            "user: Where is the lighthouse?\nassistant: On the northern cape."
+        ]
+        beliefs = engine.beliefs(BeliefsRequest(Reach.subtree(Namespace.root()), 50, "budget"))
+        assert beliefs
+        new = engine.store(StoreItem.document("Written after the upgrade: the ferry leaves at 9."))
+        assert not new.replayed
+        assert _keyword(engine, "ferry") == ["Written after the upgrade: the ferry leaves at 9."]
+    with LocalEngine(v3_file, tenant="other") as other:
+        assert _keyword(other, "租户") == ["另一个租户的笔记：发布在周二。"]
+    conn = sqlite3.connect(v3_file)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        waiting = [row[0] for row in conn.execute("SELECT seq FROM items_pending")]
+        # The one row stored after the upgrade waits for the index (with it).
+        assert len(waiting) == (1 if fts else 0)
+        if fts:
+            for table in ("items_fts", "beliefs_fts"):
+                conn.execute(f"INSERT INTO {table} ({table}) VALUES ('integrity-check')")
+    finally:
+        conn.close()

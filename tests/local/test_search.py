@@ -26,7 +26,8 @@ from cortex_memory.contract import (
     TurnRange,
 )
 from cortex_memory.errors import InvalidRequestError
-from cortex_memory.local import LocalEngine, lexical
+from cortex_memory.local import LocalEngine, lexical, pending
+from cortex_memory.local.connections import write_transaction
 from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.search import hint_window, pool_size
 from cortex_memory.local.sqlfilter import filter_condition, micros
@@ -269,6 +270,8 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
         mem.store_many(
             [StoreItem.document(f"common word number {i}") for i in range(start, start + 75)]
         )
+    # Short and stored alone: it waits for the index (local/pending.py), and
+    # the fetches find it all the same.
     mem.store(StoreItem.document("common word and a rare zebra"))
     hits = mem.fetch(FetchRequest("common zebra", FetchMode.HYBRID, 5)).hits
     assert hits[0].text == "common word and a rare zebra"
@@ -276,6 +279,8 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
     assert mem.fetch(FetchRequest("common", FetchMode.KEYWORD, 5)).hits[0].text == "common"
     # A bounded plan with only broad terms takes the newest rows that hold them.
     with mem._session("testing") as conn:
+        with write_transaction(conn):  # the index takes the zebra
+            assert pending.flush(conn, ITEMS) == 1
         where = filter_condition(MetaFilter(), "default")
         terms = lexical.Terms.of("common")
         _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)

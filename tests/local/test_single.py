@@ -21,8 +21,10 @@ from cortex_memory.contract import (
     Turn,
     TurnRange,
 )
-from cortex_memory.local import LocalEngine, sessions, single
+from cortex_memory.local import LocalEngine, pending, sessions, single
 from cortex_memory.local import engine as engine_module
+from cortex_memory.local.connections import write_transaction
+from cortex_memory.local.corpus import ITEMS
 from cortex_memory.local.store import LONG_TEXT, prepare
 
 from .conftest import EngineFactory
@@ -57,6 +59,7 @@ def _items() -> List[StoreItem]:
 
 
 def _dump(engine: LocalEngine) -> Dict[str, List[Tuple[object, ...]]]:
+    """The engine's rows; its keyword index after it took the pending rows."""
     with engine._session("reading") as conn:
         tables = {
             "items": "SELECT * FROM items ORDER BY seq",
@@ -67,11 +70,19 @@ def _dump(engine: LocalEngine) -> Dict[str, List[Tuple[object, ...]]]:
         }
         dump = {name: conn.execute(sql).fetchall() for name, sql in tables.items()}
         if engine.uses_fts:
+            with write_transaction(conn):
+                pending.flush(conn, ITEMS)
             dump["vocab"] = conn.execute(
                 "SELECT term, doc, cnt FROM items_vocab ORDER BY term"
             ).fetchall()
-            conn.execute("INSERT INTO items_fts (items_fts) VALUES ('integrity-check')")
+            # rank 1: the index must also match its content (every item row)
+            conn.execute("INSERT INTO items_fts (items_fts, rank) VALUES ('integrity-check', 1)")
     return dump
+
+
+def _pending(engine: LocalEngine) -> List[int]:
+    with engine._session("reading") as conn:
+        return [row[0] for row in conn.execute("SELECT seq FROM items_pending ORDER BY seq")]
 
 
 @pytest.mark.parametrize("use_fts", [True, False], ids=["fts", "nofts"])
@@ -87,6 +98,10 @@ def test_one_by_one_writes_the_rows_a_batch_writes(
     receipts = [one.store(item) for item in _items()]
     assert [r.replayed for r in receipts] == [False] * 5 + [True]
     assert [r.replayed for r in batch.store_many(_items())] == [False] * 5 + [True]
+    # Short texts stored one at a time wait for the index (local/pending.py);
+    # a batch's go in at once. Once the index takes them, the files match.
+    assert _pending(one) == ([1, 2, 3, 4, 5] if use_fts else [])
+    assert _pending(batch) == []
     dumped = _dump(one)
     assert dumped == _dump(batch)
     assert len(dumped["items"]) == 5
