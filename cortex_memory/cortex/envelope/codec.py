@@ -18,12 +18,13 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from cortex_memory.contract.jsonfmt import c_dumps, dumps
 from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
-from cortex_memory.cortex.envelope.envelope import Envelope, parse_scanned
+from cortex_memory.cortex.envelope.envelope import Envelope
 from cortex_memory.cortex.envelope.labels import (
     WORKSPACE_TAG,
     lookup_labels,
     readable_labels,
 )
+from cortex_memory.cortex.envelope.reader import parse_scanned
 from cortex_memory.errors import InvalidRequestError
 
 __all__ = [
