@@ -25,7 +25,6 @@ from cortex_memory.cortex.envelope.labels import (
     readable_labels,
 )
 from cortex_memory.cortex.envelope.reader import parse_scanned
-from cortex_memory.cortex.envelope.siblings import keep_v2, keep_v3, sibling_v2, sibling_v3
 from cortex_memory.errors import InvalidRequestError
 
 __all__ = [
@@ -196,16 +195,9 @@ def decode(text: str) -> Optional[Envelope]:
 
 
 def _v2(text: str) -> Optional[Envelope]:
-    # An event of the item read last (another turn or piece) is read from its text
-    # and turn or chunk alone (see siblings); an envelope with either is kept.
-    env = sibling_v2(text)
-    if env is not None:
-        return env
     env = parse_scanned(_load(text))
     if env is None or env.v != 2:
         return None
-    if env.turn is not None or env.chunk is not None:
-        keep_v2(text, env)
     return env
 
 
@@ -343,14 +335,7 @@ def _no_part(labels: List[Any]) -> bool:
 
 
 def _scan_v3(prefixed: str, text: str) -> Optional[Envelope]:
-    """``_v3(prefixed[8:], text)``, the JSON scanned where it starts (no copy of it).
-
-    An event of the item read last (another turn or piece) is read from its turn
-    or chunk alone (see :mod:`.siblings`); an envelope with either is kept for them.
-    """
-    env = sibling_v3(prefixed, text)
-    if env is not None:
-        return env
+    """``_v3(prefixed[8:], text)``, the JSON scanned where it starts (no copy of it)."""
     try:
         value, end = _SCAN(prefixed, _FIRST_PART_LEN)
     except (StopIteration, ValueError, RecursionError):
@@ -360,6 +345,4 @@ def _scan_v3(prefixed: str, text: str) -> Optional[Envelope]:
     env = parse_scanned(value, text=text)
     if env is None or env.v != 3:
         return None
-    if env.turn is not None or env.chunk is not None:
-        keep_v3(prefixed, env)
     return env

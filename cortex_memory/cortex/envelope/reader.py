@@ -17,7 +17,7 @@ from cortex_memory.contract.meta import MemoryMeta, ToolCallRef, common_meta
 from cortex_memory.cortex.envelope.envelope import U32_MAX, ChunkInfo, Envelope, TurnInfo
 from cortex_memory.errors import Error
 
-__all__ = ["parse_envelope", "parse_scanned", "with_part"]
+__all__ = ["parse_envelope", "parse_scanned"]
 
 _E = TypeVar("_E")
 
@@ -26,8 +26,6 @@ _DEFAULT_META = MemoryMeta()
 _F32 = struct.Struct("<f")
 _F32_PACK = _F32.pack
 _F32_UNPACK = _F32.unpack
-# object.__new__ without its attribute lookup: values built without __init__.
-_new = object.__new__
 
 # Enum lookups by wire string without Enum.__call__ (a measurable share of decoding).
 _KINDS = {kind.value: kind for kind in ItemKind}
@@ -68,29 +66,6 @@ def parse_scanned(value: object, *, text: Optional[str] = None) -> Optional[Enve
         return _parse(value, text, True)
     except (_NotOurs, Error, TypeError, ValueError):
         return None
-
-
-def with_part(env: Envelope, member: str, value: object, text: str) -> Optional[Envelope]:
-    """``env`` with another ``text`` and its ``member`` (``turn`` or ``chunk``) read from
-    ``value`` as :func:`parse_envelope` reads it; None when that member is not ours.
-
-    For an envelope that differs from ``env`` only there (another event of its
-    item, see :mod:`.siblings`): what parsing it whole gives, the other members
-    being read as they were for ``env``.
-    """
-    try:
-        part = _turn(value) if member == "turn" else _chunk(value)
-    except (_NotOurs, Error, TypeError, ValueError):
-        return None
-    sibling = _new(Envelope)
-    found = sibling.__dict__
-    found.update(env.__dict__)
-    found["text"] = text
-    if part is None:
-        found.pop(member, None)  # a null member reads as missing
-    else:
-        found[member] = part
-    return sibling
 
 
 def _parse(value: object, text: Optional[str], scanned: bool) -> Envelope:
