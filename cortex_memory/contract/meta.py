@@ -29,6 +29,9 @@ from cortex_memory.contract._read import (
 )
 from cortex_memory.contract.jsonfmt import format_timestamp, parse_timestamp
 from cortex_memory.contract.namespace import Namespace
+
+# Namespace.from_json of a string, without its frame: the memoised parse it calls.
+from cortex_memory.contract.namespace import _parse as _parse_namespace
 from cortex_memory.contract.provenance import (
     SOURCES_BY_KIND,
     ObservedActor,
@@ -263,15 +266,27 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
         # The default meta as written (a source of kind agent): the shared instance,
         # told apart by one comparison in C.
         return _DEFAULT_META
-    meta = object.__new__(MemoryMeta)
+    meta = _new(MemoryMeta)
     found = meta.__dict__
+    # Most members are strings: their type is asked first, then their name.
     for key, value in o.items():
-        if value is None:
-            continue
-        if key in _COMMON_STRINGS:
-            if type(value) is not str:
+        if type(value) is str:
+            if key in _COMMON_STRINGS:
+                found[key] = value
+            elif key == "observed_at":
+                try:
+                    found["observed_at"] = parse_timestamp(value)
+                except Error:
+                    return None
+            elif key == "namespace":
+                try:
+                    found["namespace"] = _parse_namespace(value)
+                except Error:
+                    return None
+            elif key in _NOT_STRINGS:
                 return None
-            found[key] = value
+        elif value is None:
+            continue
         elif key == "source":
             if type(value) is not dict:
                 return None
@@ -285,7 +300,7 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
                     return None
                 # Source(kind, id) with its checks passed (a SourceKind, a str id),
                 # the kind taken from the shared source of that kind.
-                with_id = object.__new__(Source)
+                with_id = _new(Source)
                 fields_of = with_id.__dict__
                 fields_of["kind"] = source.kind
                 fields_of["id"] = source_id
@@ -298,26 +313,12 @@ def common_meta(o: Dict[str, Any]) -> Optional[MemoryMeta]:
                 if type(tag) is not str:
                     return None
             found["tags"] = tuple(value)
-        elif key == "namespace":
-            if type(value) is not str:
-                return None
-            try:
-                found["namespace"] = Namespace.from_json(value)
-            except Error:
-                return None
-        elif key == "observed_at":
-            if type(value) is not str:
-                return None
-            try:
-                found["observed_at"] = parse_timestamp(value)
-            except Error:
-                return None
         elif key == "derive":
             if type(value) is not bool:
                 return None
             found["derive"] = value
-        elif key in _FULL_READ_ONLY:
-            return None
+        elif key in _READ:
+            return None  # a member read here or by the full read, of another type
     return meta
 
 
@@ -334,3 +335,9 @@ _COMMON_STRINGS = frozenset((*_META_STRINGS, "agent_id"))
 _SOURCE_OF_VALUE = {kind.value: source for kind, source in _SOURCE_OF_KIND.items()}
 # The members the full read knows that common_meta leaves to it.
 _FULL_READ_ONLY = frozenset(("turns", "tool_call", "observed_actor"))
+# Members that are never strings (a string there: the full read words its refusal).
+_NOT_STRINGS = frozenset(("source", "tags", "derive", *_FULL_READ_ONLY))
+# Every member either read knows.
+_READ = _COMMON_STRINGS | _NOT_STRINGS | {"namespace", "observed_at"}
+# object.__new__ without its attribute lookup: values built without __init__.
+_new = object.__new__

@@ -30,7 +30,28 @@ _WRITTEN = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
     r"(?:\.[0-9]{3}(?:[0-9]{3})?)?Z"
 )
+_IS_WRITTEN = _WRITTEN.fullmatch
 _FROM_ISO = datetime.fromisoformat
+
+
+def _reads_zulu() -> bool:
+    """True when ``fromisoformat`` reads a written ``Z`` as ``+00:00`` (Python 3.11+).
+
+    Then a written timestamp goes to it as it is, without a copy ending ``+00:00``
+    (a slice and a concatenation: a sixth of the parse). Asked of the function,
+    not the version, on a sample of each written form.
+    """
+    for text in ("2000-02-29T23:59:59Z", "1999-12-31T00:00:00.123Z", "2000-01-01T01:02:03.000004Z"):
+        try:
+            value = _FROM_ISO(text)
+        except ValueError:
+            return False
+        if value != _FROM_ISO(text[:-1] + "+00:00") or value.tzinfo is not timezone.utc:
+            return False  # pragma: no cover - no Python reads Z otherwise
+    return True
+
+
+_ZULU = _reads_zulu()
 
 
 def _utc(value: datetime) -> datetime:
@@ -76,10 +97,11 @@ def parse_timestamp(text: str, *, truncate: bool = False) -> datetime:
     ``datetime`` and are refused, unless ``truncate`` is set (readers of server
     times that may carry nanoseconds). Failures are ``InvalidRequestError``.
     """
-    if type(text) is str and _WRITTEN.fullmatch(text) is not None:
+    if type(text) is str and _IS_WRITTEN(text) is not None:
         try:
-            # ``+00:00`` gives the timezone.utc singleton, as the general path sets.
-            return _FROM_ISO(text[:-1] + "+00:00")
+            # ``Z`` and ``+00:00`` give the timezone.utc singleton, as the general
+            # path sets; ``Z`` where this Python reads it (see _reads_zulu).
+            return _FROM_ISO(text if _ZULU else text[:-1] + "+00:00")
         except ValueError:
             pass  # a day past its month, year 0: the general path words the refusal
     match = _TIMESTAMP.fullmatch(text) if isinstance(text, str) else None

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cortex_memory.contract.meta import MemoryMeta
-from cortex_memory.cortex.envelope import envelope as envelope_module
+from cortex_memory.cortex.envelope import reader as reader_module
 from cortex_memory.cortex.envelope.codec import decode_event
-from cortex_memory.cortex.envelope.envelope import parse_envelope, parse_scanned
+from cortex_memory.cortex.envelope.reader import parse_envelope, parse_scanned
 
 from .test_read_fast_paths import envelopes_json, metas_json, reference_parse_envelope
 
@@ -128,12 +128,12 @@ def test_an_equal_meta_is_the_meta_read_before() -> None:
 def test_each_thread_has_its_own_last_meta() -> None:
     value = {"v": 3, "id": "abc", "kind": "learning", "text": "", "meta": {"language": "en"}}
     assert parse_scanned(json.loads(json.dumps(value))) is not None
-    here = envelope_module._LAST_META.raw
+    here = reader_module._LAST_META.raw
     assert here == {"language": "en"}
     seen: List[Any] = []
 
     def other() -> None:
-        seen.append(envelope_module._LAST_META.raw)
+        seen.append(reader_module._LAST_META.raw)
 
     thread = threading.Thread(target=other)
     thread.start()

@@ -25,7 +25,8 @@ from cortex_memory.contract.items import (
 from cortex_memory.contract.meta import MemoryMeta, Source, SourceKind
 from cortex_memory.cortex.envelope.build import envelopes
 from cortex_memory.cortex.envelope.codec import decode, decode_event, encode_checked, from_labels
-from cortex_memory.cortex.envelope.envelope import Envelope, parse_envelope
+from cortex_memory.cortex.envelope.envelope import Envelope
+from cortex_memory.cortex.envelope.reader import parse_envelope
 from cortex_memory.cortex.envelope.reads import keeps
 from cortex_memory.cortex.envelope.request import compact_sorted, experience_request
 

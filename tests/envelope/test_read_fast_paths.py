@@ -76,12 +76,11 @@ from cortex_memory.cortex.envelope.codec import (
     encode_checked,
     from_labels,
 )
-from cortex_memory.cortex.envelope.envelope import (
+from cortex_memory.cortex.envelope.envelope import Envelope, TurnInfo
+from cortex_memory.cortex.envelope.reader import (
     _KINDS,
     _LEARNING_KINDS,
     _ROLES,
-    Envelope,
-    TurnInfo,
     _chunk,
     _member,
     _meta,

@@ -38,7 +38,6 @@ from cortex_memory.cortex.envelope.envelope import (
     ChunkInfo,
     Envelope,
     TurnInfo,
-    parse_envelope,
 )
 from cortex_memory.cortex.envelope.labels import (
     item_label,
@@ -54,6 +53,7 @@ from cortex_memory.cortex.envelope.paths import (
     wire_id,
     wire_meta,
 )
+from cortex_memory.cortex.envelope.reader import parse_envelope
 from cortex_memory.cortex.envelope.reads import (
     Keeper,
     event_hit,

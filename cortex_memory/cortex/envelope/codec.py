@@ -18,12 +18,13 @@ from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 from cortex_memory.contract.jsonfmt import c_dumps, dumps
 from cortex_memory.cortex.envelope.digests import LOOKUP_HEX
-from cortex_memory.cortex.envelope.envelope import Envelope, parse_scanned
+from cortex_memory.cortex.envelope.envelope import Envelope
 from cortex_memory.cortex.envelope.labels import (
     WORKSPACE_TAG,
     lookup_labels,
     readable_labels,
 )
+from cortex_memory.cortex.envelope.reader import parse_scanned
 from cortex_memory.errors import InvalidRequestError
 
 __all__ = [
@@ -275,60 +276,72 @@ def decode_event(event: object) -> Optional[Envelope]:
     labels = context.get("labels") if type(context) is dict else None
     if type(labels) is list and labels:
         last = labels[-1]
-        count = _PART_COUNT.get(last[:_FIRST_PART_LEN]) if type(last) is str else None
-        start = len(labels) - count if count is not None else -1
-        if start >= 0 and _written_parts(labels, start) and _no_part_before(labels, start):
-            # The layout the codec writes: parts 00..n-1 last, in order. What
-            # from_labels reads for it, without its loop; one part (the common
-            # case) is scanned in place.
-            if count == 1:
-                env = _one_part(last, text)
-            else:
-                env = _v3("".join([label[_FIRST_PART_LEN:] for label in labels[start:]]), text)
+        held = _PART_COUNT.get(last[:_FIRST_PART_LEN]) if type(last) is str else None
+        if held is None:
+            # No part last: not the written layout. No label holding tm:e: (a v2
+            # event's labels) is what from_labels finds no part in.
+            env = None if _no_part(labels) else from_labels(text, labels)
         else:
-            env = from_labels(text, labels)
+            prefixed = _written_json(labels, held)
+            env = from_labels(text, labels) if prefixed is None else _scan_v3(prefixed, text)
         if env is not None:
             return env
     return decode(text)
 
 
-def _written_parts(labels: List[Any], start: int) -> bool:
-    """True when ``labels[start:]`` are strings starting ``tm:e:00:``, ``tm:e:01:``, ...
+def _written_json(labels: List[Any], held: int) -> Optional[str]:
+    """The parts' JSON (after an 8-character prefix) when ``labels`` are as the codec
+    writes them, else None (from_labels decides).
 
-    The last one was checked by the caller.
+    Written: the labels end with parts ``tm:e:00:`` .. ``tm:e:NN:`` in order (the
+    caller read ``held`` = NN + 1 from the last) and no label before them holds
+    ``tm:e:``. Then from_labels finds exactly these parts, numbered 0..held-1 in
+    order, and reads their slices joined: what this returns past its prefix (the
+    first part whole, so that one part is the label itself and two, most
+    envelopes, one concatenation). The labels before are joined to be searched
+    once: joined, they hold ``tm:e:`` when one of them starts with it (and maybe
+    when one holds it further in: None then, and from_labels decides exactly).
     """
-    for n in range(len(labels) - start - 1):
-        label = labels[start + n]
-        if type(label) is not str or not label.startswith(_PART_PREFIXES[n]):
-            return False
-    return True
+    start = len(labels) - held
+    if start < 0:
+        return None
+    prefixed: str
+    if held == 1:
+        prefixed = labels[-1]
+    elif held == 2:
+        first = labels[-2]
+        if type(first) is not str or not first.startswith(_FIRST_PART):
+            return None
+        prefixed = first + labels[-1][_FIRST_PART_LEN:]
+    else:
+        for n in range(held - 1):
+            label = labels[start + n]
+            if type(label) is not str or not label.startswith(_PART_PREFIXES[n]):
+                return None
+        tail = [label[_FIRST_PART_LEN:] for label in labels[start + 1 :]]
+        prefixed = labels[start] + "".join(tail)
+    if start and not _no_part(labels[:start]):
+        return None
+    return prefixed
 
 
-def _no_part_before(labels: List[Any], end: int) -> bool:
-    """True when no label before ``labels[end]`` is a ``tm:e:`` part.
-
-    Joined, those labels hold ``tm:e:`` when one of them starts with it (and
-    maybe when one holds it further in: then this says False and the caller takes
-    the general path, which decides exactly). A label that is not a string makes
-    the join fail: False as well.
-    """
-    if not end:
-        return True
+def _no_part(labels: List[Any]) -> bool:
+    """True when no label holds ``tm:e:`` (so none starts with it); False when one
+    may, or a label is not a string (from_labels decides those)."""
     try:
-        others = _SEPARATOR.join(labels[:end])
+        return PART_TAG not in _SEPARATOR.join(labels)
     except TypeError:
         return False
-    return PART_TAG not in others
 
 
-def _one_part(label: str, text: str) -> Optional[Envelope]:
-    """``_v3(label[8:], text)`` for a ``tm:e:00:`` label: the JSON scanned where it starts."""
+def _scan_v3(prefixed: str, text: str) -> Optional[Envelope]:
+    """``_v3(prefixed[8:], text)``, the JSON scanned where it starts (no copy of it)."""
     try:
-        value, end = _SCAN(label, _FIRST_PART_LEN)
+        value, end = _SCAN(prefixed, _FIRST_PART_LEN)
     except (StopIteration, ValueError, RecursionError):
-        return _v3(label[_FIRST_PART_LEN:], text)
-    if end != len(label):
-        return _v3(label[_FIRST_PART_LEN:], text)
+        return _v3(prefixed[_FIRST_PART_LEN:], text)
+    if end != len(prefixed):
+        return _v3(prefixed[_FIRST_PART_LEN:], text)
     env = parse_scanned(value, text=text)
     if env is None or env.v != 3:
         return None

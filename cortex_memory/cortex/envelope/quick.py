@@ -31,7 +31,7 @@ from cortex_memory.contract.namespace import Reach
 from cortex_memory.contract.responses import Hit
 from cortex_memory.contract.text import is_blank
 from cortex_memory.cortex.envelope.codec import _FIRST_PART, _SCAN, PART_TAG
-from cortex_memory.cortex.envelope.envelope import _LEARNING_KINDS
+from cortex_memory.cortex.envelope.reader import _LEARNING_KINDS
 
 __all__ = ["Lane"]
 
