@@ -46,6 +46,7 @@ __all__ = [
     "BROAD_TERM_ROWS",
     "StaleIndex",
     "Terms",
+    "Waiting",
     "candidates",
     "document_counts",
     "fallback_candidates",
@@ -142,17 +143,27 @@ class StaleIndex(Exception):
 
 
 @lru_cache(maxsize=64)
-def _counts_sql(corpus: Corpus, stems: int) -> str:
-    """The statement of :func:`document_counts` for a keyword index and a number of
-    stems, made once (a query has at most 64 phrases of at most 4 stems: ``text.py``)."""
+def _counts_sql(corpus: Corpus, stems: int, where_sql: str) -> str:
+    """The statement of :func:`index_counts` for a keyword index, a number of stems
+    and a filter condition, made once (a query has at most 64 phrases of at most 4
+    stems: ``text.py``). Rows: (kind, name, value, text, admitted)."""
     parts = [
-        "SELECT 0, NULL, value FROM engine_info WHERE key = 'fts_state'",
-        f"SELECT 1, NULL, block FROM {corpus.fts_data} WHERE id = 1",
+        "SELECT 0, NULL, value, NULL, NULL FROM engine_info WHERE key = 'fts_state'",
+        f"SELECT 1, NULL, block, NULL, NULL FROM {corpus.fts_data} WHERE id = 1",
     ]
+    parts.extend(
+        f"SELECT 2, term, doc, NULL, NULL FROM {corpus.vocab} WHERE term = ?"
+        for _ in range(stems)
+    )
     if corpus.pending is not None:
-        parts.append(f"SELECT 3, count(*), total(words) FROM {corpus.pending}")
-    lookup = f"SELECT 2, term, doc FROM {corpus.vocab} WHERE term = ?"
-    parts.extend(lookup for _ in range(stems))
+        # The pending rows (few; their seqs first: CROSS JOIN), the filter as a
+        # column: every one counts in the statistics, the admitted ones are
+        # candidates (local/pending.py).
+        a = corpus.alias
+        parts.append(
+            f"SELECT 3, p.seq, p.words, {corpus.text}, ({where_sql}) FROM {corpus.pending} p "
+            f"CROSS JOIN {corpus.table} {a} ON {a}.seq = p.seq"
+        )
     return " UNION ALL ".join(parts)
 
 
@@ -162,42 +173,55 @@ def _check_state(state: object) -> None:
         raise StaleIndex(state)
 
 
+#: A pending row as :func:`index_counts` reads it: its ``seq``, how many words the
+#: index will count in it, its text, and whether the read's filter admits it.
+Waiting = Tuple[int, int, str, bool]
+
+#: The condition of a read with no filter of its own.
+_EVERY_ROW: Condition = ("1", [])
+
+
 def document_counts(
     conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
 ) -> Tuple[Stats, Dict[str, int]]:
     """The index's statistics and the rows of it holding each stem (0 when absent),
     in one read (:func:`index_counts` without the pending rows)."""
-    stats, counts, _pending = index_counts(conn, corpus, stems)
+    stats, counts, _pending = index_counts(conn, corpus, stems, _EVERY_ROW)
     return stats, counts
 
 
 def index_counts(
-    conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
-) -> Tuple[Stats, Dict[str, int], Tuple[int, int]]:
+    conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str], where: Condition
+) -> Tuple[Stats, Dict[str, int], List[Waiting]]:
     """The keyword index's statistics, the rows it holds with each stem (0 when
-    absent), and how many rows are pending (not in it yet: :mod:`.pending`) with
-    how many words they hold, in one read.
+    absent), and the rows not in it yet (:mod:`.pending`), in one read.
 
     The same statement checks that the index is up to date (``fts_state``)
     and raises :class:`StaleIndex` when it is not. Each stem is looked up by
     equality (an ``IN`` list would make SQLite walk the whole vocabulary);
     counting a stem walks the index's list of the rows that hold it (in C,
     but in time that grows with that count). With no stems, only the
-    statistics are read.
+    statistics are read. ``where`` says which pending rows the read admits.
     """
     counts = dict.fromkeys(stems, 0)
     stats = Stats(0, 0)
-    pending = (0, 0)
-    for kind, term, value in conn.execute(_counts_sql(corpus, len(stems)), tuple(stems)):
+    waiting: List[Waiting] = []
+    where_sql, where_params = where
+    if corpus.pending is None:  # no pending rows: the condition is not read
+        where_sql, where_params = _EVERY_ROW
+    statement = _counts_sql(corpus, len(stems), where_sql)
+    for kind, name, value, text, admitted in conn.execute(
+        statement, (*stems, *where_params)
+    ):
         if kind == 0:
             _check_state(value)
         elif kind == 1:
             stats = stats_of(value)
-        elif kind == 3:
-            pending = (int(term), int(value))
+        elif kind == 2:
+            counts[str(name)] = int(value)
         else:
-            counts[str(term)] = int(value)
-    return stats, counts, pending
+            waiting.append((int(name), int(value), str(text), bool(admitted)))
+    return stats, counts, waiting
 
 
 @lru_cache(maxsize=256)

@@ -37,7 +37,7 @@ from functools import lru_cache
 from typing import Dict, Optional, Sequence, Set, Tuple, Union
 
 from cortex_memory.local.corpus import Corpus, Stats
-from cortex_memory.local.sqlfilter import Condition
+from cortex_memory.local.lexical import Waiting
 from cortex_memory.local.text import stems_of, words_of
 from cortex_memory.local.wordscan import word_count
 
@@ -109,51 +109,33 @@ def discard(
     return found
 
 
-@lru_cache(maxsize=64)
-def _read_sql(corpus: Corpus, where_sql: str) -> str:
-    a = corpus.alias
-    # Every pending row, the filter as a column (each one counts in the terms'
-    # row counts; the ones it admits are candidates). The rows are looked up
-    # from the pending seqs (the IN list): as a join, SQLite could take the
-    # small table for a large one it knows nothing of and scan the corpus.
-    return (
-        f"SELECT {a}.seq, {corpus.text}, ({where_sql}) FROM {corpus.table} {a} "
-        f"WHERE {a}.seq IN (SELECT seq FROM {_table(corpus)})"
-    )
-
-
 def merge(
-    conn: sqlite3.Connection,
-    corpus: Corpus,
     stems: Sequence[str],
-    where: Condition,
     stats: Stats,
     counts: Optional[Dict[str, int]],
-    waiting: Tuple[int, int],
+    waiting: Sequence[Waiting],
     texts: Dict[int, str],
 ) -> Tuple[Stats, Optional[Dict[str, int]]]:
-    """Add the pending rows to a keyword read of the index (in its snapshot).
+    """Add the pending rows a keyword read found (``waiting``, read with the
+    index's statistics by :func:`~cortex_memory.local.lexical.index_counts`, in
+    its snapshot) to what the read has of the index.
 
-    ``waiting`` is how many rows are pending and their words (as
-    :func:`~cortex_memory.local.lexical.index_counts` read them with the
-    index's statistics). The rows ``where`` admits join ``texts`` (the
-    candidates' texts, by ``seq``): scoring drops the ones that hold no
-    term, and their other columns are read with the page's, as for any
-    candidate not read whole. The statistics, and the row counts of
-    ``stems`` (``counts``, None when the read needs none), are returned with
-    every pending row counted in, as the index will count it.
+    The rows its filter admits join ``texts`` (the candidates' texts, by
+    ``seq``): scoring drops the ones that hold no term, and their other
+    columns are read with the page's, as for any candidate not read whole.
+    The statistics, and the row counts of ``stems`` (``counts``, None when the
+    read needs none), are returned with every pending row counted in, as the
+    index will count it.
     """
-    rows, words = waiting
-    stats = Stats(stats.docs + rows, stats.words + words)
-    where_sql, params = where
-    wanted = frozenset(stems) if counts is not None else frozenset()
+    stats = Stats(stats.docs + len(waiting), stats.words + sum(row[1] for row in waiting))
     held: Dict[str, int] = {}
-    for seq, text, admitted in conn.execute(_read_sql(corpus, where_sql), params):
+    wanted = frozenset(stems) if counts is not None else frozenset()
+    for seq, _words, text, admitted in waiting:
         if wanted:
             for stem in wanted.intersection(stems_of(words_of(text))):
                 held[stem] = held.get(stem, 0) + 1
         if admitted:
-            texts.setdefault(int(seq), str(text))
+            texts.setdefault(seq, text)
     if counts is not None:
         counts = {stem: count + held.get(stem, 0) for stem, count in counts.items()}
     return stats, counts

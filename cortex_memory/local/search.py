@@ -188,16 +188,14 @@ def _keyword(
     counts: Optional[Dict[str, int]]
     if use_fts:
         wanted = query.terms.stems if needs_counts(query.terms, bounded) else ()
-        stats, counts, waiting = index_counts(conn, corpus, wanted)
+        stats, counts, waiting = index_counts(conn, corpus, wanted, where)
         if not wanted:
             counts = None
         found = candidates(conn, corpus, query.terms, where, size, bounded=bounded, counts=counts)
         texts: Dict[int, str] = {row[0]: row[TEXT_COLUMN] for row in found}
         ranking.rows.update(zip(texts, found))  # seqs are unique: texts is in row order
-        if waiting[0]:  # rows the index takes later: read with it, counted as it will
-            stats, counts = pending.merge(
-                conn, corpus, wanted, where, stats, counts, waiting, texts
-            )
+        if waiting:  # rows the index takes later: read with it, counted as it will
+            stats, counts = pending.merge(wanted, stats, counts, waiting, texts)
     else:
         texts, counts, stats = fallback_candidates(conn, corpus, query.terms, where)
     ranking.stats, ranking.counts = stats, counts
