@@ -156,13 +156,16 @@ def _counts_sql(corpus: Corpus, stems: int, where_sql: str) -> str:
         for _ in range(stems)
     )
     if corpus.pending is not None:
-        # The pending rows (few; their seqs first: CROSS JOIN), the filter as a
-        # column: every one counts in the statistics, the admitted ones are
-        # candidates (local/pending.py).
+        # The pending rows, the filter as a column: every one counts in the
+        # statistics, the admitted ones are candidates (local/pending.py). They
+        # are looked up from the pending seqs (the IN list): as a join, SQLite
+        # may take the small table, which has no statistics, for a large one
+        # and build a Bloom filter over every row of the corpus first.
         a = corpus.alias
         parts.append(
-            f"SELECT 3, p.seq, p.words, {corpus.text}, ({where_sql}) FROM {corpus.pending} p "
-            f"CROSS JOIN {corpus.table} {a} ON {a}.seq = p.seq"
+            f"SELECT 3, {a}.seq, (SELECT words FROM {corpus.pending} WHERE seq = {a}.seq), "
+            f"{corpus.text}, ({where_sql}) FROM {corpus.table} {a} "
+            f"WHERE {a}.seq IN (SELECT seq FROM {corpus.pending})"
         )
     return " UNION ALL ".join(parts)
 

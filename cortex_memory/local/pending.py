@@ -71,7 +71,7 @@ def defer(cursor: sqlite3.Cursor, corpus: Corpus, seq: int, text: str) -> None:
 @lru_cache(maxsize=4)
 def _flush_sql(corpus: Corpus) -> str:
     # The text the index reads (its view) of each pending row, looked up from
-    # the pending seqs (see _read_sql).
+    # the pending seqs (the IN list; see lexical._counts_sql for why not a join).
     return (
         f"SELECT v.seq, v.text FROM {corpus.indexed} v "
         f"WHERE v.seq IN (SELECT seq FROM {_table(corpus)})"
