@@ -139,6 +139,13 @@ def scored_hit(row: Sequence[object], meta: MemoryMeta, score: float) -> Hit:
         or not (confidence is None or type(confidence) is float)
     ):
         return hit_of(row, meta, score=score)
+    return _hit(item_id, kind, text, meta, score, confidence)
+
+
+def _hit(item_id: str, kind: ItemKind, text: str, meta: MemoryMeta, score: float,
+         confidence: Optional[float]) -> Hit:
+    """``Hit(item_id, kind, text, meta, score, confidence)`` for values of exactly
+    those types, its fields set directly (its float32 rounding kept)."""
     out = object.__new__(Hit)
     fields = out.__dict__
     fields["id"] = item_id
@@ -178,8 +185,8 @@ def page_hits(
     :func:`scored_hit`. A row read from ``items`` has its values' exact types
     (``str`` id, text and JSON, a known kind, a ``float`` or no confidence) and
     the engine's own JSON: then its meta is :func:`_engine_meta`'s and its hit
-    is built as :func:`scored_hit` builds it, with no call per step (a ranked
-    read does this for every hit of its page). Any other row takes the general
+    is built as :func:`scored_hit` builds it, without its checks again (a
+    ranked read does this for every hit of its page). Any other row takes the general
     way, so a row that is not readable fails as it always did (tested against
     it).
     """
@@ -202,15 +209,7 @@ def page_hits(
             meta = _engine_meta(item_json)
             if meta is not None:
                 if matches(kind, meta):
-                    hit = object.__new__(Hit)
-                    fields = hit.__dict__
-                    fields["id"] = item_id
-                    fields["kind"] = kind
-                    fields["text"] = text
-                    fields["meta"] = meta
-                    fields["score"] = to_f32(score)
-                    fields["confidence"] = None if confidence is None else to_f32(confidence)
-                    out.append((hit, item_json))
+                    out.append((_hit(item_id, kind, text, meta, score, confidence), item_json))
                 continue
         item_json = str(row[5])  # the general way
         meta = meta_of(str(row[1]), item_json)

@@ -13,8 +13,10 @@ transaction:
    the id (``items_id``, the id compared too) the row's ``id`` is NULL, which
    ``OR IGNORE`` turns into no row: a replay. No row for any other reason
    is a defect, reported as one, never a replay;
-2. its keyword index entry (:func:`~cortex_memory.local.keywords.add_one`)
-   and, for an embedder that stores them, its vector;
+2. its keyword index entry, or for a short text its place among the rows the
+   index takes later in bulk (:func:`~cortex_memory.local.keywords.add_one`,
+   :mod:`~cortex_memory.local.pending`), and, for an embedder that stores
+   them, its vector;
 3. ``COMMIT``.
 
 The transaction starts deferred: its first statement is the ``INSERT``, so

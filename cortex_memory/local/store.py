@@ -290,8 +290,10 @@ def insert_many(
     The caller checked, in the same write transaction, that none is held and
     that ``first`` is above every ``seq`` an item ever had (:func:`held_ids`),
     which makes the check and the insert one atomic step across threads and
-    processes. Each table gets one statement for the whole batch. ``model``
-    is the key of the embedder that made the items' vectors.
+    processes. Each table gets one statement for the whole batch, and the
+    keyword index takes the rows waiting for it with the batch's own
+    (:func:`~cortex_memory.local.pending.flush`). ``model`` is the key of the
+    embedder that made the items' vectors.
     """
     if not items:
         return
