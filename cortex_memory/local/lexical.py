@@ -48,7 +48,6 @@ __all__ = [
     "Terms",
     "Waiting",
     "candidates",
-    "document_counts",
     "fallback_candidates",
     "index_counts",
 ]
@@ -184,17 +183,11 @@ Waiting = Tuple[int, int, str, bool]
 _EVERY_ROW: Condition = ("1", [])
 
 
-def document_counts(
-    conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str]
-) -> Tuple[Stats, Dict[str, int]]:
-    """The index's statistics and the rows of it holding each stem (0 when absent),
-    in one read (:func:`index_counts` without the pending rows)."""
-    stats, counts, _pending = index_counts(conn, corpus, stems, _EVERY_ROW)
-    return stats, counts
-
-
 def index_counts(
-    conn: sqlite3.Connection, corpus: Corpus, stems: Sequence[str], where: Condition
+    conn: sqlite3.Connection,
+    corpus: Corpus,
+    stems: Sequence[str],
+    where: Optional[Condition] = None,
 ) -> Tuple[Stats, Dict[str, int], List[Waiting]]:
     """The keyword index's statistics, the rows it holds with each stem (0 when
     absent), and the rows not in it yet (:mod:`.pending`), in one read.
@@ -204,14 +197,15 @@ def index_counts(
     equality (an ``IN`` list would make SQLite walk the whole vocabulary);
     counting a stem walks the index's list of the rows that hold it (in C,
     but in time that grows with that count). With no stems, only the
-    statistics are read. ``where`` says which pending rows the read admits.
+    statistics are read. ``where`` says which pending rows the read admits
+    (None: every one).
     """
     counts = dict.fromkeys(stems, 0)
     stats = Stats(0, 0)
     waiting: List[Waiting] = []
+    if where is None or corpus.pending is None:  # no pending rows: no condition read
+        where = _EVERY_ROW
     where_sql, where_params = where
-    if corpus.pending is None:  # no pending rows: the condition is not read
-        where_sql, where_params = _EVERY_ROW
     statement = _counts_sql(corpus, len(stems), where_sql)
     for kind, name, value, text, admitted in conn.execute(
         statement, (*stems, *where_params)

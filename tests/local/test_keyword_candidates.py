@@ -49,7 +49,7 @@ def test_scanned_scores_equal_scores_from_whole_texts(
     for question in ("ships", "shipping plans", "Café release", "the plan", "planned ship2"):
         terms = lexical.Terms.of(question)
         with mem._session("testing") as conn:
-            stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+            stats, counts, _waiting = lexical.index_counts(conn, ITEMS, terms.stems)
             rows = lexical.candidates(conn, ITEMS, terms, where, 200, bounded=False, counts=counts)
         texts_by = {row[0]: row[3] for row in rows}
         read_whole: List[str] = []
@@ -91,7 +91,7 @@ def test_candidates_that_fit_are_read_without_sqlite_ranking_them(
         terms = lexical.Terms.of(question)
         seen: List[str] = []
         with mem._session("testing") as conn:
-            _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+            _stats, counts, _waiting = lexical.index_counts(conn, ITEMS, terms.stems)
             holding = sum(counts.values())
             _candidate_reads(conn, seen)
             fitting = lexical.candidates(

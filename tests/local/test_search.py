@@ -283,7 +283,7 @@ def test_broad_terms_do_not_make_candidates_in_hybrid(
             assert pending.flush(conn, ITEMS) == 1
         where = filter_condition(MetaFilter(), "default")
         terms = lexical.Terms.of("common")
-        _stats, counts = lexical.document_counts(conn, ITEMS, terms.stems)
+        _stats, counts, _waiting = lexical.index_counts(conn, ITEMS, terms.stems)
         assert counts == {"common": 152}
         bounded = lexical.candidates(conn, ITEMS, terms, where, 20, bounded=True, counts=counts)
         exhaustive = lexical.candidates(
